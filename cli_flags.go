@@ -943,7 +943,7 @@ func (f *trainFlags) untrainedSearch() string {
 // traces cannot learn, or "" when they can: with --n2 1 a trace is its
 // subset's baseline, so its own advantage is always 0, and the last round
 // has no next one to credit it (rl.Config.Validate refuses --n2 1 with
-// one round, where no aggregation trace would learn).
+// one round, or with --n = --k, where no aggregation trace would learn).
 func (f *trainFlags) untrainedLastRound() string {
 	p := f.cfg.Pipeline
 	if f.cfg.Algo != rl.AlgoSpiral || p.N2 != 1 || p.AggregationRounds() < 2 {

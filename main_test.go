@@ -2037,7 +2037,7 @@ func TestTrainStructurallyZeroWarnings(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--n2", "1", "--agg-rounds", "3"}, "--algo spiral with --n2 1 and --agg-rounds 3: a round-3 aggregation trace is its subset's baseline and no later round credits it, so its advantage is always 0: those traces only score round 2's and are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the other traces' gradient down) and in the entropy; want --n2 >= 2 for them to learn"},
+		{[]string{"--n2", "1", "--agg-rounds", "3", "--n", "2"}, "--algo spiral with --n2 1 and --agg-rounds 3: a round-3 aggregation trace is its subset's baseline and no later round credits it, so its advantage is always 0: those traces only score round 2's and are still trained, with advantage 0, so their tokens count in the token-mean loss (scaling the other traces' gradient down) and in the entropy; want --n2 >= 2 for them to learn"},
 		{[]string{"--n2", "2", "--agg-rounds", "3"}, ""},
 		{[]string{"--n2", "1", "--agg-rounds", "2", "--algo", "search-only"}, ""},
 		{nil, ""},

@@ -100,6 +100,14 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--algo %s with --n2 1: an aggregation trace's baseline is the mean reward of its subset's --n2 traces, so with one its advantage is always 0 and no aggregation trace would learn; want --n2 >= 2 (or --algo %s, which trains the search traces alone)",
 			c.Algo, AlgoSearchOnly))
 	}
+	// That worth is the set advantage of the next round's subsets holding
+	// the trace, always 0 where each holds every one: with --n2 1 a later
+	// round draws --k subsets of --n from --k traces, so --n = --k (--k 1
+	// included) leaves no aggregation trace of any round to learn.
+	if p := c.Pipeline; p.N2 == 1 && c.Algo == AlgoSpiral && p.AggregationRounds() > 1 && p.N >= p.K {
+		errs = append(errs, fmt.Errorf("--algo %s with --n2 1, --agg-rounds %d, --k %d and --n %d: an aggregation trace's baseline is the mean reward of its subset's --n2 traces, so with one its own advantage is always 0, and a later round's --k subsets of --n of the previous round's %d traces each hold every one, so its worth to that round is always 0 too: no aggregation trace would learn; want --n2 >= 2, or --n < --k (or --algo %s, which trains the search traces alone)",
+			AlgoSpiral, p.Rounds, p.K, p.N, p.K, AlgoSearchOnly))
+	}
 	// --search-own-reward adds each held trace's own reward, centred on
 	// the held traces' mean: it moves them whenever two or more are held.
 	if p := c.Pipeline; c.Algo == AlgoSearchOnly && p.N1 > 0 && p.N > 0 && p.N <= p.N1 && (p.K == 1 || p.N == p.N1) && (c.Advantage.SearchOwnReward == 0 || p.N < 2) {

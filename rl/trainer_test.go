@@ -765,6 +765,28 @@ func TestRolloutSpiralAblations(t *testing.T) {
 		}
 	}
 
+	// With --n2 1 a later round draws its --k subsets of --n from the
+	// previous round's --k traces: where --n is --k (--k 1 included) each
+	// subset holds every one, so a trace's worth to that round is 0 as its
+	// own advantage is, and no aggregation trace of any round would learn
+	// (with --k 1 no search trace either: nothing at all trained).
+	for _, tc := range []struct {
+		k, n, rounds int
+		refused      bool
+	}{
+		{1, 1, 2, true}, {2, 2, 2, true}, {4, 4, 3, true}, {6, 6, 2, true},
+		{2, 1, 2, false}, {4, 2, 3, false}, {6, 3, 2, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.Pipeline = rollout.PipelineConfig{N1: 8, K: tc.k, N: tc.n, N2: 1, Rounds: tc.rounds}
+		err := cfg.Validate()
+		if tc.refused {
+			require.ErrorContains(t, err, fmt.Sprintf("--algo spiral with --n2 1, --agg-rounds %d, --k %d and --n %d", tc.rounds, tc.k, tc.n), tc)
+		} else {
+			require.NoError(t, err, tc)
+		}
+	}
+
 	// A search trace's advantage compares the subsets holding it with all
 	// of them: one subset, or subsets of every search trace, leave it 0,
 	// so search-only, which trains nothing else, would train nothing. The
@@ -878,9 +900,11 @@ func TestRolloutSpiralStructurallyZero(t *testing.T) {
 		}
 		require.Equal(t, aggOnly, agg, "%+v", p)
 	}
-	// The last of two rounds with one aggregation trace per subset.
-	examples := rollout1(AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 2, N: 2, N2: 1, Rounds: 2})
-	last := examples[len(examples)-2:]
+	// The last of two rounds with one aggregation trace per subset (--n
+	// below --k, so that the first round's learn from their worth to it;
+	// Validate refuses --n = --k, where none would).
+	examples := rollout1(AlgoSpiral, rollout.PipelineConfig{N1: 4, K: 3, N: 2, N2: 1, Rounds: 2})
+	last := examples[len(examples)-3:]
 	for _, e := range last {
 		require.Equal(t, KindAggregate, e.Kind)
 		require.Zero(t, e.Advantage)
