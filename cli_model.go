@@ -745,19 +745,30 @@ func traceLength(shortTask bool, context int) int {
 // ctx is done.
 func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir string, warn io.Writer) (*model.Policy, loadedCheckpoint, error) {
 	if ckpt == "" {
-		pol, err := s.openPolicy(ctx, lmgraph.LoRA{}, artifactsDir)
+		pol, err := s.openPolicy(ctx, model.ArtifactOptions{}, artifactsDir)
 		return pol, loadedCheckpoint{}, err
 	}
 	// A checkpoint skipped as damaged leaves the weights partly loaded;
 	// the next one overwrites them all (Load checks that it holds every
-	// tensor), so the graphs are reopened only for other LoRA settings.
+	// tensor), so the graphs are reopened only for other LoRA settings
+	// or another --train and --freeze selection, whose checkpoints hold
+	// the parameters it trained only (the others are the model's).
 	var pol *model.Policy
-	var opened lmgraph.LoRA
+	var opened string
 	var loaded loadedCheckpoint
 	path, err := loadCheckpoint(ckpt, s.resolvedModel, warn, func(path string, st rl.RunSettings) error {
 		loaded.settings = st
-		lora := settingsLoRA(st)
-		if pol != nil && lora.String() != opened.String() {
+		recorded, err := rl.CheckpointSelection(path)
+		if err != nil {
+			return err
+		}
+		sel, err := lmgraph.ParseSelection(recorded)
+		if err != nil {
+			return checkpoint.Final(fmt.Errorf("checkpoint %s: %w", path, err))
+		}
+		arts := model.ArtifactOptions{LoRA: settingsLoRA(st), Selection: sel}
+		key := arts.LoRA.String() + " " + sel.String()
+		if pol != nil && key != opened {
 			err := pol.Close()
 			pol = nil
 			if err != nil {
@@ -765,11 +776,11 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 			}
 		}
 		if pol == nil {
-			p, err := s.openPolicy(ctx, lora, artifactsDir)
+			p, err := s.openPolicy(ctx, arts, artifactsDir)
 			if err != nil {
 				return checkpoint.Final(err)
 			}
-			pol, opened = p, lora
+			pol, opened = p, key
 		}
 		state, err := checkpoint.Load(ctx, path, pol.Weights, nil)
 		loaded.digest = state.Digest()
@@ -821,11 +832,12 @@ func warnOtherTokenizer(w io.Writer, path string, trained rl.RunSettings, r reso
 		path, trained.Tokenizer, used, id)
 }
 
-// openPolicy opens the model with the graphs of lora (none when
-// disabled), its artifacts in artifactsDir or, when "", under the cache,
-// and checks that the tokenizer fits it.
-func (s *modelSession) openPolicy(ctx context.Context, lora lmgraph.LoRA, artifactsDir string) (*model.Policy, error) {
-	arts := model.ArtifactOptions{LoRA: lora, Waiting: s.warn}
+// openPolicy opens the model with the graphs of arts' LoRA adapters
+// (none when disabled) or --train and --freeze selection, its artifacts
+// in artifactsDir or, when "", under the cache, and checks that the
+// tokenizer fits it.
+func (s *modelSession) openPolicy(ctx context.Context, arts model.ArtifactOptions, artifactsDir string) (*model.Policy, error) {
+	arts.Waiting = s.warn
 	if artifactsDir == "" {
 		var err error
 		if artifactsDir, err = cachedArtifactsDir(s.onnx, arts); err != nil {

@@ -1291,6 +1291,30 @@ func CheckpointSettings(path string) (RunSettings, error) {
 	return s, nil
 }
 
+// CheckpointSelection is the --train and --freeze choice
+// (lmgraph.Selection.String) of the run, train's or sft's, that wrote
+// the checkpoint at path, whose checkpoints hold the parameters it
+// trains only: train records it in its sampling settings (selectionKey),
+// sft as its own setting (SFTSettings.Selection). "" where it records
+// none (older versions: every parameter).
+func CheckpointSelection(path string) (string, error) {
+	st, err := checkpoint.ReadCheckedState(path)
+	if err != nil {
+		return "", err
+	}
+	var s struct {
+		Selection string         `json:"selection"`
+		Sampling  map[string]any `json:"sampling"`
+	}
+	if err := json.Unmarshal(st.Config, &s); err != nil {
+		return "", fmt.Errorf("checkpoint %s: run settings: %w", path, err)
+	}
+	if s.Selection != "" {
+		return s.Selection, nil
+	}
+	return RunSettings{Sampling: s.Sampling}.selection(), nil
+}
+
 // heldOutEval reports pass@1 and majority@k on the held-out problems (k
 // samples each at the training sampler's settings) to Out, eval.jsonl
 // (w) and the TensorBoard log tb (when there is one); the line records

@@ -3,6 +3,8 @@ package lmgraph
 import (
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
@@ -236,4 +238,43 @@ func (s Selection) String() string {
 		return r.String()
 	}
 	return fmt.Sprintf("train=%q freeze=%q", str(s.Train), str(s.Freeze))
+}
+
+// ParseSelection reads a Selection back from its String, as run
+// settings record it; "" (recorded by older versions, or by none) is
+// the zero Selection, every parameter trained.
+func ParseSelection(recorded string) (Selection, error) {
+	var s Selection
+	if recorded == "" {
+		return s, nil
+	}
+	rest := recorded
+	for _, f := range []struct {
+		prefix string
+		dst    **regexp.Regexp
+	}{{"train=", &s.Train}, {" freeze=", &s.Freeze}} {
+		var ok bool
+		if rest, ok = strings.CutPrefix(rest, f.prefix); !ok {
+			return Selection{}, fmt.Errorf("lmgraph: selection %q: want train=\"REGEX\" freeze=\"REGEX\"", recorded)
+		}
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return Selection{}, fmt.Errorf("lmgraph: selection %q: want train=\"REGEX\" freeze=\"REGEX\"", recorded)
+		}
+		rest = rest[len(q):]
+		expr, err := strconv.Unquote(q)
+		if err != nil {
+			return Selection{}, fmt.Errorf("lmgraph: selection %q: %w", recorded, err)
+		}
+		if expr == "" {
+			continue
+		}
+		if *f.dst, err = regexp.Compile(expr); err != nil {
+			return Selection{}, fmt.Errorf("lmgraph: selection %q: %w", recorded, err)
+		}
+	}
+	if rest != "" {
+		return Selection{}, fmt.Errorf("lmgraph: selection %q: want train=\"REGEX\" freeze=\"REGEX\"", recorded)
+	}
+	return s, nil
 }

@@ -257,3 +257,28 @@ func TestLoRACanonical(t *testing.T) {
 		require.Equal(t, 2, l.Rank)
 	}
 }
+
+// TestParseSelection: a Selection's String, as run settings record it,
+// reads back to the same selection (eval and generate open a run's
+// checkpoints with it); "" is every parameter; other text is an error.
+func TestParseSelection(t *testing.T) {
+	for _, sel := range []lmgraph.Selection{
+		{},
+		selection(`layers\.0\.`, ""),
+		selection("", "embed"),
+		selection(`q_proj|"k_proj"`, `layers\.[12]\.`),
+	} {
+		got, err := lmgraph.ParseSelection(sel.String())
+		require.NoError(t, err, sel.String())
+		require.Equal(t, sel.String(), got.String())
+		require.Equal(t, sel.Train == nil, got.Train == nil, sel.String())
+		require.Equal(t, sel.Freeze == nil, got.Freeze == nil, sel.String())
+	}
+	got, err := lmgraph.ParseSelection("")
+	require.NoError(t, err)
+	require.Equal(t, lmgraph.Selection{}, got)
+	for _, bad := range []string{`train="a"`, `train=a freeze=""`, `train="a" freeze="b" x`, `freeze="" train=""`, `train="(" freeze=""`} {
+		_, err := lmgraph.ParseSelection(bad)
+		require.Error(t, err, bad)
+	}
+}
