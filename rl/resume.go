@@ -193,15 +193,15 @@ func otherLoRARun(dir string, prev, now *lmgraph.LoRA) error {
 
 // otherSelection refuses the run in dir whose checkpoints were trained
 // with the --train and --freeze selection prev (Selection.String), not
-// now, naming setting (where the settings record it): the checkpoint
-// holds other tensors than the rerun trains. Empty selections (recorded
-// by none, or by older versions) say nothing.
+// now, naming setting (where the settings record it) with its flags
+// (withFlags): the checkpoint holds other tensors than the rerun trains.
+// Empty selections (recorded by none, or by older versions) say nothing.
 func otherSelection(dir, setting, prev, now string) error {
 	if prev == "" || now == "" || prev == now {
 		return nil
 	}
 	return otherRun("%s holds a run that trains other parameters (%s: %s -> %s): use the same --train and --freeze, another --out, or --fresh",
-		dir, setting, prev, now)
+		dir, withFlags(setting), prev, now)
 }
 
 // otherTrained refuses, as otherSelection does, the run in dir whose

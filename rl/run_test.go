@@ -917,7 +917,7 @@ func TestRunOtherTensors(t *testing.T) {
 		{"other model", func(s *RunSettings) { s.Model, s.ModelID = "m2", "id-m2" },
 			dir + " holds a run of m on d (spiral); this one is m2 on d (spiral): use another --out, or --fresh"},
 		{"other selection", func(s *RunSettings) { s.Sampling = map[string]any{"selection": `train="" freeze="norm"`} },
-			dir + ` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+			dir + ` holds a run that trains other parameters (sampling.selection (--train, --freeze): train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
 		{"settings alike", func(*RunSettings) {}, `unexpected tensor "w"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -2104,7 +2104,7 @@ func TestCheckRunIdentitySelection(t *testing.T) {
 	}{
 		{"same selection", `train="" freeze=""`, func() ([]string, error) { return nil, errors.New("asked for the parameters") }, ""},
 		{"other parameters", `train="" freeze="norm"`, trains("v"),
-			dir + ` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+			dir + ` holds a run that trains other parameters (sampling.selection (--train, --freeze): train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
 		{"a parameter more", `train="w|v" freeze=""`, trains("w", "v"), "holds a run that trains other parameters"},
 		{"the same parameters", `train="^w$" freeze=""`, trains("w"), ""},
 		{"the parameters not known", `train="x" freeze=""`, func() ([]string, error) { return nil, errors.New("no model") }, "no model"},

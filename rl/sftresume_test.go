@@ -453,7 +453,7 @@ func TestSFTResumeOtherTensors(t *testing.T) {
 		{"another model", func(s *SFTSettings) { s.Model, s.ModelID = "m2", "id-m2" },
 			dir + " holds an sft run of m (model id id-m); this one is of m2 (model id id-m2): use another --out, or --fresh"},
 		{"another selection", func(s *SFTSettings) { s.Selection = `train="" freeze="norm"` },
-			dir + ` holds a run that trains other parameters (selection: train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
+			dir + ` holds a run that trains other parameters (selection (--train, --freeze): train="" freeze="" -> train="" freeze="norm"): use the same --train and --freeze, another --out, or --fresh`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newSFTHarness(t, src, dir)
@@ -649,7 +649,7 @@ func TestCheckSFTRunIdentity(t *testing.T) {
 		// Other parameters than the checkpoint's "v": refused before the
 		// build, as RunSFT refuses them.
 		{"other parameters", func(s *SFTSettings) { s.Selection = `train="w" freeze=""` },
-			dir + ` holds a run that trains other parameters (selection: train="" freeze="" -> train="w" freeze=""): use the same --train and --freeze, another --out, or --fresh`},
+			dir + ` holds a run that trains other parameters (selection (--train, --freeze): train="" freeze="" -> train="w" freeze=""): use the same --train and --freeze, another --out, or --fresh`},
 		{"model renamed, same id", func(s *SFTSettings) { s.Model = "elsewhere" }, ""},
 		{"other model", func(s *SFTSettings) { s.Model, s.ModelID = "m2", "id-m2" },
 			dir + " holds an sft run of m (model id id-m); this one is of m2 (model id id-m2): use another --out, or --fresh"},

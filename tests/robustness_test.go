@@ -244,7 +244,7 @@ func TestOtherSelectionRefusedBeforeArtifacts(t *testing.T) {
 	require.NoError(t, err)
 	r = spiralIn(t, dir, nil, append(args, "--steps", "2", "--freeze", "norm")...)
 	require.Equal(t, 2, r.code, r.stderr)
-	require.Contains(t, r.stderr, run+` holds a run that trains other parameters (sampling.selection: train="" freeze="" -> train="" freeze="norm")`)
+	require.Contains(t, r.stderr, run+` holds a run that trains other parameters (sampling.selection (--train, --freeze): train="" freeze="" -> train="" freeze="norm")`)
 	after, err := os.ReadFile(manifest)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(before, after), "the run's artifacts are left as they were; its manifest is now:\n%.300s", after)
