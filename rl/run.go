@@ -595,7 +595,7 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 			return err
 		}
 	}
-	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config()); err != nil {
+	if err := warnNoUpdate(p.Warn, metricsPath, tr.Config(), p.Settings.nearGreedy()); err != nil {
 		return err
 	}
 	// A run resumed at its last step took no step here: its plot may lack
@@ -1101,6 +1101,39 @@ func (s RunSettings) selection() string {
 	return sel
 }
 
+// nearGreedyAtMost is the largest --temperature and --top-p that
+// nearGreedy names: at 0.1 a token half as probable as the most probable
+// is drawn about a thousandth as often, and a top-p keeps the most
+// probable token alone wherever it holds a tenth of the mass.
+const nearGreedyAtMost = 0.1
+
+// nearGreedy names the sampling settings of s that draw (nearly) only
+// the most probable token, as the flags give them: --top-k 1 (greedy but
+// for ties), and a --temperature or --top-p of at most nearGreedyAtMost;
+// "" for none (or none recorded).
+func (s RunSettings) nearGreedy() string {
+	number := func(name string) float64 {
+		switch v := s.Sampling[name].(type) {
+		case float64:
+			return v
+		case int:
+			return float64(v)
+		}
+		return math.NaN()
+	}
+	var set []string
+	if t := number("temperature"); t <= nearGreedyAtMost {
+		set = append(set, fmt.Sprintf("--temperature %g", t))
+	}
+	if p := number("top_p"); p <= nearGreedyAtMost {
+		set = append(set, fmt.Sprintf("--top-p %g", p))
+	}
+	if number("top_k") == 1 {
+		set = append(set, "--top-k 1")
+	}
+	return strings.Join(set, ", ")
+}
+
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that
 // checkpoint.Resume, Newest or Pick skipped as damaged, with why (the
 // errors name the file at fault): what train prints when it resumes, and
@@ -1582,8 +1615,11 @@ func loggedSteps(path string) (map[int]bool, error) {
 // the token limit, which under cfg.Reward (not Truncated) earn nothing
 // without an explicit answer: then the trace length, not the data, is
 // the likely cause; and apart from them those a serving engine's padding
-// id cut (graded as cut traces), where the engine's sampling is.
-func warnNoUpdate(w io.Writer, path string, cfg Config) error {
+// id cut (graded as cut traces), where the engine's sampling is. greedy
+// names the sampling settings that draw near-greedily
+// (RunSettings.nearGreedy; "" for none): with them a problem's traces
+// agree, the likely cause rather than the data.
+func warnNoUpdate(w io.Writer, path string, cfg Config, greedy string) error {
 	ms, err := readMetrics(path)
 	if err != nil {
 		return fmt.Errorf("rl: run: %w", err)
@@ -1606,11 +1642,19 @@ func warnNoUpdate(w io.Writer, path string, cfg Config) error {
 		// What kept each step from updating, the first naming the steps
 		// of the run: the data is to blame only for the first.
 		var whys []string
+		check := "check the data's answers and the model's accuracy on them"
+		if greedy != "" {
+			verb := "samples"
+			if strings.Contains(greedy, ",") {
+				verb = "sample"
+			}
+			check = fmt.Sprintf("likely %s, which %s near-greedily, so a problem's traces agree; train at the defaults (--temperature 1, --top-p 1, --top-k 0)", greedy, verb)
+		}
 		for _, c := range []struct {
 			n   int
 			why string
 		}{
-			{none, fmt.Sprintf("drew no informative problem (%s: check the data's answers and the model's accuracy on them)", noSignal(cfg))},
+			{none, fmt.Sprintf("drew no informative problem (%s: %s)", noSignal(cfg), check)},
 			{empty, "trained no token (their informative problems' trained traces were empty: completions cut before their first token)"},
 			{skipped, "skipped a non-finite update"},
 		} {

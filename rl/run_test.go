@@ -1623,7 +1623,7 @@ func TestWarnNoUpdate(t *testing.T) {
 			path := filepath.Join(t.TempDir(), MetricsFile)
 			require.NoError(t, os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")), 0o644))
 			var w strings.Builder
-			require.NoError(t, warnNoUpdate(&w, path, Config{Algo: AlgoGRPO, Reward: tc.rule}))
+			require.NoError(t, warnNoUpdate(&w, path, Config{Algo: AlgoGRPO, Reward: tc.rule}, ""))
 			if tc.want == nil {
 				require.Empty(t, w.String())
 				return
@@ -1635,6 +1635,42 @@ func TestWarnNoUpdate(t *testing.T) {
 			for _, s := range tc.not {
 				require.NotContains(t, w.String(), s)
 			}
+		})
+	}
+}
+
+// TestWarnNoUpdateNamesNearGreedySampling: a run whose sampling keeps
+// (nearly) only the most probable token (--top-k 1, a tiny --top-p or
+// --temperature) draws traces that agree, so no problem is informative:
+// the closing warning names those settings as the likely cause, where it
+// blamed the data's answers and the model's accuracy; sampling that
+// still draws widely keeps that hint.
+func TestWarnNoUpdateNamesNearGreedySampling(t *testing.T) {
+	path := filepath.Join(t.TempDir(), MetricsFile)
+	require.NoError(t, os.WriteFile(path, []byte(`{"step":1,"no_update":true,"search":{"traces":8,"reward":0.5}}`+"\n"), 0o644))
+	const data = ": check the data's answers and the model's accuracy on them)"
+	const defaults = "; train at the defaults (--temperature 1, --top-p 1, --top-k 0))"
+	for _, tc := range []struct {
+		name              string
+		temperature, topP float64
+		topK              int
+		want              string
+	}{
+		{"defaults", 1, 1, 0, data},
+		{"top-k 1", 1, 1, 1, ": likely --top-k 1, which samples near-greedily, so a problem's traces agree" + defaults},
+		{"top-k 2", 1, 1, 2, data},
+		{"tiny top-p", 1, 0.0001, 0, ": likely --top-p 0.0001, which samples near-greedily, so a problem's traces agree" + defaults},
+		{"top-p 0.1", 1, 0.1, 0, ": likely --top-p 0.1, which samples near-greedily, so a problem's traces agree" + defaults},
+		{"top-p 0.9", 1, 0.9, 0, data},
+		{"tiny temperature", 0.001, 1, 0, ": likely --temperature 0.001, which samples near-greedily, so a problem's traces agree" + defaults},
+		{"temperature 0.7", 0.7, 1, 0, data},
+		{"several", 0.05, 0.01, 1, ": likely --temperature 0.05, --top-p 0.01, --top-k 1, which sample near-greedily, so a problem's traces agree" + defaults},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := RunSettings{Sampling: SamplingSettings(tc.temperature, tc.topP, tc.topK, 96, "", TemplatePrints{})}
+			var w strings.Builder
+			require.NoError(t, warnNoUpdate(&w, path, Config{Algo: AlgoGRPO}, s.nearGreedy()))
+			require.Contains(t, w.String(), "1 of its 1 step drew no informative problem (every trace of each problem got the same reward"+tc.want)
 		})
 	}
 }
@@ -1663,7 +1699,7 @@ func TestWarnNoUpdateNamesTheSignal(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Algo, cfg.Advantage.SearchOwnReward = tc.algo, tc.own
 			var w strings.Builder
-			require.NoError(t, warnNoUpdate(&w, path, cfg))
+			require.NoError(t, warnNoUpdate(&w, path, cfg, ""))
 			require.Contains(t, w.String(), "1 of its 1 step drew no informative problem "+tc.want)
 		})
 	}
