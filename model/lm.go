@@ -152,34 +152,45 @@ func (lm *LM) presentOutputs() []string {
 	return out
 }
 
-// forwardSession opens Forward's session on first use.
-func (lm *LM) forwardSession() error {
+// forwardSession opens Forward's session on first use. On failure it
+// leaves the LM as it was, with no weight wrapped, for a later call to
+// try again.
+func (lm *LM) forwardSession() (err error) {
 	if lm.sess != nil {
 		return nil
 	}
+	weights := make([]*ort.Tensor[float32], 0, len(lm.sig.Weights))
+	defer func() {
+		if err != nil {
+			for _, t := range weights {
+				t.Destroy()
+			}
+		}
+	}()
 	for _, w := range lm.sig.Weights {
 		src := lm.weights[w.Name]
 		t, err := ort.NewTensor(ort.NewShape(src.Shape...), src.Data)
 		if err != nil {
 			return fmt.Errorf("model: %s: wrap weight %q: %w", lm.path, w.Name, err)
 		}
-		lm.ortWeights = append(lm.ortWeights, t)
+		weights = append(weights, t)
 	}
-	lm.inNames = lm.graphInputs()
-	lm.outNames = lm.presentOutputs()
+	inNames, outNames := lm.graphInputs(), lm.presentOutputs()
 	so, err := lm.rt.NewSessionOptions()
 	if err != nil {
 		return err
 	}
 	defer so.Destroy()
+	var sess *ort.DynamicAdvancedSession
 	if lm.graph != nil {
-		lm.sess, err = ort.NewDynamicAdvancedSessionWithONNXData(lm.graph, lm.inNames, lm.outNames, so)
+		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(lm.graph, inNames, outNames, so)
 	} else {
-		lm.sess, err = ort.NewDynamicAdvancedSession(lm.path, lm.inNames, lm.outNames, so)
+		sess, err = ort.NewDynamicAdvancedSession(lm.path, inNames, outNames, so)
 	}
 	if err != nil {
 		return fmt.Errorf("model: %s: create session: %w", lm.path, err)
 	}
+	lm.sess, lm.ortWeights, lm.inNames, lm.outNames = sess, weights, inNames, outNames
 	return nil
 }
 

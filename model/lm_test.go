@@ -143,6 +143,48 @@ func TestLMForwardErrors(t *testing.T) {
 	require.ErrorContains(t, err, "cannot hold 0+5")
 }
 
+// TestLMForwardAfterFailedSession: a Forward whose session could not be
+// created (here the graph file gone) leaves the LM as it was: the same
+// error again, and once the file is back a Forward that runs, where the
+// weights wrapped before the failure stayed and were passed twice.
+func TestLMForwardAfterFailedSession(t *testing.T) {
+	rt := modeltest.Runtime(t)
+	path, _ := tinyDir(t)
+	art, err := model.PrepareArtifacts(context.Background(), path, t.TempDir(), model.ArtifactOptions{})
+	require.NoError(t, err)
+	w, _, err := model.InitialWeights(context.Background(), path, art.Manifest, 1)
+	require.NoError(t, err)
+	feed := map[string]model.Weight{}
+	for i := range w.Len() {
+		tn := w.At(i)
+		feed[tn.Name] = model.Weight{Shape: tn.Shape, Data: tn.Data}
+	}
+	roll := art.RolloutPath()
+	lm, err := model.OpenLM(rt, roll, model.LMOptions{Weights: feed})
+	require.NoError(t, err)
+	defer lm.Close()
+	require.NotEmpty(t, lm.Signature().Weights, "the graph takes its weights as inputs")
+	B, T, ids, mask, pos := paddedBatch()
+	st := model.Step{Batch: B, Seq: T, InputIDs: ids, AttentionMask: mask, PositionIDs: pos}
+
+	aside := roll + ".aside"
+	require.NoError(t, os.Rename(roll, aside))
+	_, first := lm.Forward(context.Background(), st, lm.NewKVCache(B, T), nil)
+	require.ErrorContains(t, first, "create session")
+	_, again := lm.Forward(context.Background(), st, lm.NewKVCache(B, T), nil)
+	require.EqualError(t, again, first.Error())
+
+	require.NoError(t, os.Rename(aside, roll))
+	got, err := lm.Forward(context.Background(), st, lm.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	fresh, err := model.OpenLM(rt, roll, model.LMOptions{Weights: feed})
+	require.NoError(t, err)
+	defer fresh.Close()
+	want, err := fresh.Forward(context.Background(), st, fresh.NewKVCache(B, T), nil)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func TestOpenLMErrors(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dir := t.TempDir()
