@@ -308,15 +308,19 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 			return fmt.Errorf("export %s onto %s: %w", from, r.given(), err)
 		}
 		if *ckpt != "" {
-			fullFineTune := ""         // the checkpoint of a full fine-tune, which peft has no adapters of
-			var trained rl.RunSettings // the loaded checkpoint's
+			fineTune, fineTuned := "", "" // the checkpoint of no LoRA adapters, which peft has none of, and what it trained
+			var trained rl.RunSettings    // the loaded checkpoint's
 			path, err := loadCheckpoint(*ckpt, r, env.stderr, func(path string, st rl.RunSettings) error {
 				// Told from its settings before its weights are read
 				// (gigabytes, for a real model); the run's older
-				// checkpoints are of a full fine-tune too.
+				// checkpoints are of no adapters either.
 				if *format == "peft" && !settingsLoRA(st).Enabled() {
-					fullFineTune = path
-					return checkpoint.Final(errors.New("a full fine-tune"))
+					what, err := fineTuneOf(path)
+					if err != nil {
+						return err
+					}
+					fineTune, fineTuned = path, what
+					return checkpoint.Final(errors.New(what))
 				}
 				ws, err := checkpoint.NewStoreFor(path)
 				if err != nil {
@@ -328,8 +332,8 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				w, lora, trained = ws, settingsLoRA(st), st
 				return nil
 			})
-			if fullFineTune != "" {
-				return fmt.Errorf("--format peft: checkpoint %s is a full fine-tune, not LoRA adapters; export it with --format onnx or hf", fullFineTune)
+			if fineTune != "" {
+				return fmt.Errorf("--format peft: checkpoint %s is %s, not LoRA adapters; export it with --format onnx or hf", fineTune, fineTuned)
 			}
 			if err != nil {
 				return err
@@ -597,4 +601,29 @@ func refuseOtherHFConfig(r resolvedModel, dir string) error {
 		}
 	}
 	return usageError{fmt.Errorf("--out %s holds %s, which differs from the one the export of %s writes (another model's?): give --overwrite to replace that model, or another --out", dir, path, r.name())}
+}
+
+// fineTuneOf says what the checkpoint at path, of no LoRA adapters,
+// trained: "a full fine-tune", or the model's own parameters that its
+// run's --train and --freeze chose (rl.CheckpointSelection).
+func fineTuneOf(path string) (string, error) {
+	recorded, err := rl.CheckpointSelection(path)
+	if err != nil {
+		return "", err
+	}
+	sel, err := lmgraph.ParseSelection(recorded)
+	if err != nil {
+		return "", checkpoint.Final(fmt.Errorf("checkpoint %s: %w", path, err))
+	}
+	var flags []string
+	if sel.Train != nil {
+		flags = append(flags, fmt.Sprintf("--train %q", sel.Train.String()))
+	}
+	if sel.Freeze != nil {
+		flags = append(flags, fmt.Sprintf("--freeze %q", sel.Freeze.String()))
+	}
+	if len(flags) == 0 {
+		return "a full fine-tune", nil
+	}
+	return "a fine-tune of the model's own parameters (" + strings.Join(flags, " ") + ")", nil
 }

@@ -634,6 +634,38 @@ func TestExportPEFTRefusesFullFineTuneUnread(t *testing.T) {
 	}
 }
 
+// TestExportPEFTOfASelectionSaysWhatItTrained: a peft export of a
+// checkpoint of a --train or --freeze run, which trained some of the
+// model's own parameters, was refused as "a full fine-tune". It is
+// refused naming the selection the run trained.
+func TestExportPEFTOfASelectionSaysWhatItTrained(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	for _, tc := range []struct {
+		name string
+		flag []string
+		want string
+	}{
+		{"train", []string{"--train", `layers\.0\.`}, `a fine-tune of the model's own parameters (--train "layers\\.0\\."), not LoRA adapters`},
+		{"freeze", []string{"--freeze", "embed"}, `a fine-tune of the model's own parameters (--freeze "embed"), not LoRA adapters`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runDir := filepath.Join(dir, "run")
+			var stderr bytes.Buffer
+			args := append([]string{"train", "--out", runDir, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+				"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, tc.flag...)
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			ckpt := filepath.Join(runDir, "checkpoints", "ckpt-000001")
+			stderr.Reset()
+			out := filepath.Join(dir, "peft")
+			code := run(context.Background(), []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr})
+			require.Equal(t, 1, code, stderr.String())
+			require.Equal(t, "spiral export: --format peft: checkpoint "+ckpt+" is "+tc.want+"; export it with --format onnx or hf\n", stderr.String())
+			require.NoDirExists(t, out)
+		})
+	}
+}
+
 // TestExportONNXOverwriteRemovesInItsCommit: an onnx export with
 // --overwrite that replaces another model removed that model's other
 // graphs only after its commit: a process killed between the two left
