@@ -615,15 +615,8 @@ func fineTuneOf(path string) (string, error) {
 	if err != nil {
 		return "", checkpoint.Final(fmt.Errorf("checkpoint %s: %w", path, err))
 	}
-	var flags []string
-	if sel.Train != nil {
-		flags = append(flags, fmt.Sprintf("--train %q", sel.Train.String()))
+	if flags := sel.Flags(); flags != "" {
+		return "a fine-tune of the model's own parameters (" + flags + ")", nil
 	}
-	if sel.Freeze != nil {
-		flags = append(flags, fmt.Sprintf("--freeze %q", sel.Freeze.String()))
-	}
-	if len(flags) == 0 {
-		return "a full fine-tune", nil
-	}
-	return "a fine-tune of the model's own parameters (" + strings.Join(flags, " ") + ")", nil
+	return "a full fine-tune", nil
 }

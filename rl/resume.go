@@ -28,23 +28,29 @@ import (
 // resumeNewest loads the newest checkpoint of the run directory dir
 // (dir/checkpoints) that loads cleanly into w and opt, warning to warn
 // for each newer one skipped as damaged (WarnSkippedCheckpoints). A run
-// of another LoRA configuration than lora is refused first, naming both:
-// its checkpoints hold other tensors, which would each fail to load. A
+// of another LoRA configuration than lora is refused first, naming both
+// (without LoRA, with the --train and --freeze selection each trains:
+// selection, the rerun's): its checkpoints hold other tensors, which
+// would each fail to load. A
 // checkpoint that holds other tensors than w is refused with the error
 // otherTensors gives for it, which names the setting that made them
 // (another model, other --train or --freeze), when it gives one; else
 // with the tensors that differ. It returns the path loaded and its
 // state, or an error wrapping checkpoint.ErrNoCheckpoint when dir holds
 // no checkpoint. The read stops when ctx is done (checkpoint.Load).
-func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, w *params.Store, opt *optim.AdamW, warn io.Writer, otherTensors func(path string) error) (string, checkpoint.State, error) {
+func resumeNewest(ctx context.Context, dir string, lora *lmgraph.LoRA, selection string, w *params.Store, opt *optim.AdamW, warn io.Writer, otherTensors func(path string) error) (string, checkpoint.State, error) {
 	ckptDir := filepath.Join(dir, CheckpointsDir)
 	// The settings are the newest checkpoint's whose settings read; what
 	// does not read is Resume's to report, below.
 	var otherLoRA error
 	_, _, _ = checkpoint.Newest(ckptDir, func(path string) error {
 		prev, err := CheckpointSettings(path)
+		if err != nil {
+			return err
+		}
+		prevSelection, err := CheckpointSelection(path)
 		if err == nil {
-			otherLoRA = otherLoRARun(dir, prev.LoRA, lora)
+			otherLoRA = otherLoRARun(dir, prev.LoRA, prevSelection, lora, selection)
 		}
 		return err
 	})
@@ -99,7 +105,7 @@ func CheckRunIdentity(dir string, now RunSettings, usable func(n int) (string, e
 		if err != nil {
 			return err
 		}
-		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
+		if err := otherLoRARun(dir, prev.LoRA, prev.selection(), now.LoRA, now.selection()); err != nil {
 			return err
 		}
 		if err := checkSettings(dir, settingsDiff(RunSettings{Tokenizer: prev.Tokenizer}, RunSettings{Tokenizer: now.Tokenizer, TokenizerBytes: now.TokenizerBytes}), false, io.Discard); err != nil {
@@ -182,13 +188,16 @@ func otherRun(format string, args ...any) error {
 }
 
 // otherLoRARun refuses the run in dir trained with the LoRA setting prev
-// (nil: full fine-tuning), not now: its checkpoints hold other tensors.
-func otherLoRARun(dir string, prev, now *lmgraph.LoRA) error {
+// (nil: the model's own parameters, those the --train and --freeze
+// selection prevSelection chose), not now (nowSelection the rerun's):
+// its checkpoints hold other tensors. The selections only describe the
+// runs (trainedString); otherSelection compares them.
+func otherLoRARun(dir string, prev *lmgraph.LoRA, prevSelection string, now *lmgraph.LoRA, nowSelection string) error {
 	if loraString(prev) == loraString(now) {
 		return nil
 	}
 	return otherRun("%s holds a run with %s; this one is %s: use the same LoRA flags, another --out, or --fresh",
-		dir, loraString(prev), loraString(now))
+		dir, trainedString(prev, prevSelection), trainedString(now, nowSelection))
 }
 
 // otherSelection refuses the run in dir whose checkpoints were trained

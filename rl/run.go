@@ -905,7 +905,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 // after them when --draw-rounds changed). It returns the held-out
 // problems the checkpoint recorded (nil when none).
 func resume(ctx context.Context, cfg RunConfig, p RunParts) (*HeldOut, error) {
-	path, st, err := resumeNewest(ctx, cfg.Dir, p.Settings.LoRA, p.Weights, p.Optimizer, p.Warn, func(path string) error {
+	path, st, err := resumeNewest(ctx, cfg.Dir, p.Settings.LoRA, p.Settings.selection(), p.Weights, p.Optimizer, p.Warn, func(path string) error {
 		st, err := checkpoint.ReadState(path)
 		if err != nil {
 			return nil
@@ -1150,6 +1150,24 @@ func loraString(l *lmgraph.LoRA) string {
 		return "full fine-tuning"
 	}
 	return l.Canonical().String()
+}
+
+// trainedString describes what a run trains: its LoRA setting
+// (loraString), or, without LoRA, the model's own parameters that its
+// --train and --freeze selection (lmgraph.Selection.String) chose,
+// "full fine-tuning" where it chose every one.
+func trainedString(l *lmgraph.LoRA, selection string) string {
+	if l != nil && l.Enabled() {
+		return loraString(l)
+	}
+	sel, err := lmgraph.ParseSelection(selection)
+	if err != nil {
+		return fmt.Sprintf("fine-tuning of the model's own parameters (%s)", selection)
+	}
+	if flags := sel.Flags(); flags != "" {
+		return fmt.Sprintf("fine-tuning of the model's own parameters (%s)", flags)
+	}
+	return loraString(l)
 }
 
 // settingsDiff lists the settings that differ between a and b as

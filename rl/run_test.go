@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -2154,6 +2155,45 @@ func TestCheckRunIdentitySelection(t *testing.T) {
 				return
 			}
 			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestOtherLoRARunSaysWhatEachTrains: a rerun with other LoRA flags
+// than its run's called a run without LoRA "full fine-tuning", also one
+// of --train or --freeze, which trains some of the model's parameters
+// only; it names their selection now. Runs of one LoRA setting pass,
+// whatever their selections (otherSelection compares those).
+func TestOtherLoRARunSaysWhatEachTrains(t *testing.T) {
+	lora := &lmgraph.LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}
+	layer0 := lmgraph.Selection{Train: regexp.MustCompile(`layers\.0\.`)}.String()
+	embed := lmgraph.Selection{Freeze: regexp.MustCompile("embed")}.String()
+	all := lmgraph.Selection{}.String()
+	const tail = ": use the same LoRA flags, another --out, or --fresh"
+	for _, tc := range []struct {
+		name          string
+		prev          *lmgraph.LoRA
+		prevSelection string
+		now           *lmgraph.LoRA
+		nowSelection  string
+		want          string
+	}{
+		{"--train run, LoRA rerun", nil, layer0, lora, all,
+			`D holds a run with fine-tuning of the model's own parameters (--train "layers\\.0\\."); this one is lora rank=4 alpha=8 targets=q_proj` + tail},
+		{"LoRA run, --freeze rerun", lora, all, nil, embed,
+			`D holds a run with lora rank=4 alpha=8 targets=q_proj; this one is fine-tuning of the model's own parameters (--freeze "embed")` + tail},
+		{"full run, LoRA rerun", nil, all, lora, all, "D holds a run with full fine-tuning; this one is lora rank=4 alpha=8 targets=q_proj" + tail},
+		{"older run (no selection recorded)", nil, "", lora, all, "D holds a run with full fine-tuning; this one is lora rank=4 alpha=8 targets=q_proj" + tail},
+		{"other selections, no LoRA", nil, layer0, nil, embed, ""},
+		{"one LoRA", lora, all, lora, all, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := otherLoRARun("D", tc.prev, tc.prevSelection, tc.now, tc.nowSelection)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tc.want)
 		})
 	}
 }

@@ -551,7 +551,7 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 // settings (other settings pass with cfg.Override). It returns the step
 // resumed at (0 when there is no checkpoint).
 func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (int, error) {
-	path, st, err := resumeNewest(ctx, p.Dir, p.Settings.LoRA, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
+	path, st, err := resumeNewest(ctx, p.Dir, p.Settings.LoRA, p.Settings.Selection, p.Policy.Weights, p.Optimizer, p.Warn, func(path string) error {
 		st, err := checkpoint.ReadState(path)
 		if err != nil {
 			return nil
@@ -671,7 +671,7 @@ func CheckSFTRunIdentity(dir string, now SFTSettings, trains func() ([]string, e
 		if err != nil {
 			return err
 		}
-		if err := otherLoRARun(dir, prev.LoRA, now.LoRA); err != nil {
+		if err := otherLoRARun(dir, prev.LoRA, prev.Selection, now.LoRA, now.Selection); err != nil {
 			return err
 		}
 		return otherTrained(dir, path, "selection", prev.Selection, now.Selection, trains)

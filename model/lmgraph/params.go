@@ -240,6 +240,20 @@ func (s Selection) String() string {
 	return fmt.Sprintf("train=%q freeze=%q", str(s.Train), str(s.Freeze))
 }
 
+// Flags renders s as the flags that choose it, as refusals name them
+// (and plan, from the flags): --train "REGEX", --freeze "REGEX", those
+// given; "" for the zero Selection, every parameter trained.
+func (s Selection) Flags() string {
+	var flags []string
+	if s.Train != nil {
+		flags = append(flags, fmt.Sprintf("--train %q", s.Train))
+	}
+	if s.Freeze != nil {
+		flags = append(flags, fmt.Sprintf("--freeze %q", s.Freeze))
+	}
+	return strings.Join(flags, ", ")
+}
+
 // ParseSelection reads a Selection back from its String, as run
 // settings record it; "" (recorded by older versions, or by none) is
 // the zero Selection, every parameter trained.

@@ -261,6 +261,20 @@ func TestLoRACanonical(t *testing.T) {
 // TestParseSelection: a Selection's String, as run settings record it,
 // reads back to the same selection (eval and generate open a run's
 // checkpoints with it); "" is every parameter; other text is an error.
+func TestSelectionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		sel  lmgraph.Selection
+		want string
+	}{
+		{lmgraph.Selection{}, ""},
+		{selection(`layers\.0\.`, ""), `--train "layers\\.0\\."`},
+		{selection("", "embed"), `--freeze "embed"`},
+		{selection("q_proj", `layers\.[12]\.`), `--train "q_proj", --freeze "layers\\.[12]\\."`},
+	} {
+		require.Equal(t, tc.want, tc.sel.Flags(), tc.sel.String())
+	}
+}
+
 func TestParseSelection(t *testing.T) {
 	for _, sel := range []lmgraph.Selection{
 		{},
