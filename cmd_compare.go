@@ -531,10 +531,11 @@ func (c *comparison) otherModels() error {
 
 // runsOfOneSeed refuses training runs' final RSA reports (rsa.json,
 // labelled by the run's --algo, so that compare averages one algorithm's
-// runs as seeds) of one label that record one seed, the runs' --seed,
-// naming both files: with other checkpoints, runs of one --seed with
-// other settings (another --lr, say), and with the same, one run
-// trained twice (or copied), which are not two seeds. Reports that
+// runs as seeds) of one label that record one seed, the runs' --seed
+// (their meta.seed less rl.FinalRSASeedOffset), naming both files: with
+// other checkpoints, runs of one --seed with other settings (another
+// --lr, say), and with the same, one run trained twice (or copied),
+// which are not two seeds. Reports that
 // record no checkpoint_digest (of versions before it) are not checked.
 func (c *comparison) runsOfOneSeed() error {
 	seen := map[string][]reportSource{}
@@ -547,11 +548,11 @@ func (c *comparison) runsOfOneSeed() error {
 				continue
 			}
 			if f.meta.CheckpointDigest == s.meta.CheckpointDigest {
-				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated one checkpoint (checkpoint_digest %s): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed",
-					f.path, s.path, s.label, s.meta.Seed, s.meta.CheckpointDigest)
+				return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the --seed %d (meta.seed %d), evaluated one checkpoint (checkpoint_digest %s): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed",
+					f.path, s.path, s.label, s.meta.Seed-rl.FinalRSASeedOffset, s.meta.Seed, s.meta.CheckpointDigest)
 			}
-			return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the seed %d, evaluated other checkpoints (checkpoint_digest %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
-				f.path, s.path, s.label, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
+			return fmt.Errorf("%s and %s, final RSA reports of training runs that share the label %s (their --algo) and the --seed %d (meta.seed %d), evaluated other checkpoints (checkpoint_digest %s and %s): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)",
+				f.path, s.path, s.label, s.meta.Seed-rl.FinalRSASeedOffset, s.meta.Seed, f.meta.CheckpointDigest, s.meta.CheckpointDigest)
 		}
 		seen[s.label] = append(seen[s.label], s)
 	}

@@ -1651,11 +1651,11 @@ func TestCompareFinalRSAOfRunsOfOneSeed(t *testing.T) {
 	for _, tc := range []struct {
 		name, ref, other, want string // want: stderr's error line, "" for compared
 	}{
-		{"runs of one --seed", a, b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
-			fmt.Sprint(repA.Meta.Seed) + ", evaluated other checkpoints (checkpoint_digest " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
+		{"runs of one --seed", a, b, "spiral compare: " + a + " and " + b + ", final RSA reports of training runs that share the label spiral (their --algo) and the --seed 1 (meta.seed " +
+			fmt.Sprint(repA.Meta.Seed) + "), evaluated other checkpoints (checkpoint_digest " + repA.Meta.CheckpointDigest + " and " + repB.Meta.CheckpointDigest +
 			"): runs of one --seed (of other settings, or one run trained twice), which compare would average as two seeds: compare runs of other --seed as seeds, or leave one out (or set meta.label in one to compare them)\n"},
-		{"one run trained twice", a, twice, "spiral compare: " + a + " and " + twice + ", final RSA reports of training runs that share the label spiral (their --algo) and the seed " +
-			fmt.Sprint(repA.Meta.Seed) + ", evaluated one checkpoint (checkpoint_digest " + repA.Meta.CheckpointDigest +
+		{"one run trained twice", a, twice, "spiral compare: " + a + " and " + twice + ", final RSA reports of training runs that share the label spiral (their --algo) and the --seed 1 (meta.seed " +
+			fmt.Sprint(repA.Meta.Seed) + "), evaluated one checkpoint (checkpoint_digest " + repA.Meta.CheckpointDigest +
 			"): one run trained twice (or copied), which compare would average as two seeds: leave one out, or train one again with another --seed\n"},
 		{"runs of other seeds", a, c, ""},
 		{"runs of other seeds and --lr", a, d, trainedOtherwise(d, 1, "schedule.peak_lr (--lr): 0.0001 -> 0.0003")},

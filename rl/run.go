@@ -807,10 +807,10 @@ func sameFinalSettings(rep report.RSA, rsa rollout.RSAConfig, extra map[string]s
 	return true
 }
 
-// finalRSASeedOffset sets the final RSA evaluation's random streams
+// FinalRSASeedOffset sets the final RSA evaluation's random streams
 // apart from the training's: it samples with the run's seed plus this,
 // the seed its report records (what spiral eval --seed takes to repeat it).
-const finalRSASeedOffset = 0x75a
+const FinalRSASeedOffset = 0x75a
 
 // finalSummary runs cfg.FinalRSA on the held-out problems, writes it to
 // FinalRSAFile and prints the held-out summary line. p.Settings.HeldOut
@@ -819,7 +819,7 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	if _, err := tr.SyncEngine(ctx); err != nil {
 		return err
 	}
-	seed := tr.Config().Seed + finalRSASeedOffset
+	seed := tr.Config().Seed + FinalRSASeedOffset
 	res, err := p.Evaluator.RSA(ctx, p.Held, cfg.FinalRSA, seed)
 	if err == nil {
 		err = tr.CheckEngine(ctx) // an engine restarted meanwhile answered from other weights
