@@ -20,29 +20,14 @@ func TestIndexLost(t *testing.T) {
 	good, err := BuildCharTokenizerJSON([]rune("ab "))
 	require.NoError(t, err)
 	// variant is good with its model's vocab, less <unk>, given to edit.
-	variant := func(edit func(m map[string]any, vocab map[string]any)) *Tokenizer {
-		var f map[string]any
-		require.NoError(t, json.Unmarshal(good, &f))
-		m := f["model"].(map[string]any)
-		vocab := m["vocab"].(map[string]any)
-		delete(vocab, UnknownToken)
-		edit(m, vocab)
-		b, err := json.Marshal(f)
-		require.NoError(t, err)
-		tok, err := FromBytes(b)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, tok.Close()) })
-		return tok
+	variant := func(edit func(m, vocab map[string]any)) *Tokenizer {
+		return tokenizerVariant(t, good, func(f, m, vocab map[string]any) {
+			delete(vocab, UnknownToken)
+			edit(m, vocab)
+		})
 	}
-	bpe := variant(func(m, vocab map[string]any) { m["type"], m["merges"] = "BPE", []any{} })
-	unigram := variant(func(m, vocab map[string]any) {
-		pieces := make([][]any, len(vocab))
-		for piece, id := range vocab {
-			pieces[int(id.(float64))] = []any{piece, -1.0}
-		}
-		m["type"], m["vocab"] = "Unigram", pieces
-		delete(m, "unk_token")
-	})
+	bpe := variant(func(m, vocab map[string]any) { toBPE(m) })
+	unigram := variant(func(m, vocab map[string]any) { toUnigram(m, vocab, false) })
 	for _, tc := range []struct {
 		name string
 		tok  *Tokenizer
@@ -88,48 +73,23 @@ func TestIdForEveryCharacter(t *testing.T) {
 	require.NoError(t, err)
 	bytes, err := BuildByteTokenizerJSON()
 	require.NoError(t, err)
-	// variant is base's tokenizer.json given to edit.
-	variant := func(base []byte, edit func(f, m, vocab map[string]any)) *Tokenizer {
-		var f map[string]any
-		require.NoError(t, json.Unmarshal(base, &f))
-		m := f["model"].(map[string]any)
-		edit(f, m, m["vocab"].(map[string]any))
-		b, err := json.Marshal(f)
-		require.NoError(t, err)
-		tok, err := FromBytes(b)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, tok.Close()) })
-		return tok
-	}
-	toBPE := func(m map[string]any) { m["type"], m["merges"] = "BPE", []any{} }
-	toUnigram := func(m, vocab map[string]any, unkID bool) {
-		pieces := make([][]any, len(vocab))
-		for piece, id := range vocab {
-			pieces[int(id.(float64))] = []any{piece, -1.0}
-		}
-		m["type"], m["vocab"] = "Unigram", pieces
-		delete(m, "unk_token")
-		if unkID {
-			m["unk_id"] = vocab[UnknownToken]
-		}
-	}
 	for _, tc := range []struct {
 		name string
 		tok  *Tokenizer
 		want bool
 	}{
 		{"WordLevel with <unk>", newGenerated(t, buildTestChar), true},
-		{"BPE, unk_token in the vocab", variant(char, func(f, m, vocab map[string]any) { toBPE(m) }), true},
-		{"BPE, unk_token not in the vocab", variant(char, func(f, m, vocab map[string]any) { toBPE(m); delete(vocab, UnknownToken) }), false},
-		{"BPE, no unk_token", variant(char, func(f, m, vocab map[string]any) { toBPE(m); m["unk_token"] = nil }), false},
+		{"BPE, unk_token in the vocab", tokenizerVariant(t, char, func(f, m, vocab map[string]any) { toBPE(m) }), true},
+		{"BPE, unk_token not in the vocab", tokenizerVariant(t, char, func(f, m, vocab map[string]any) { toBPE(m); delete(vocab, UnknownToken) }), false},
+		{"BPE, no unk_token", tokenizerVariant(t, char, func(f, m, vocab map[string]any) { toBPE(m); m["unk_token"] = nil }), false},
 		{"byte-level BPE", newGenerated(t, BuildByteTokenizerJSON), true},
-		{"byte-level BPE in a Sequence", variant(bytes, func(f, m, vocab map[string]any) {
+		{"byte-level BPE in a Sequence", tokenizerVariant(t, bytes, func(f, m, vocab map[string]any) {
 			f["pre_tokenizer"] = map[string]any{"type": "Sequence", "pretokenizers": []any{map[string]any{"type": "Digits", "individual_digits": true}, f["pre_tokenizer"]}}
 		}), true},
-		{"byte-level BPE short of a byte", variant(bytes, func(f, m, vocab map[string]any) { delete(vocab, "Ġ") }), false},
-		{"BPE on bytes without a ByteLevel pre-tokenizer", variant(bytes, func(f, m, vocab map[string]any) { f["pre_tokenizer"] = nil }), false},
-		{"Unigram with unk_id", variant(char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, true) }), true},
-		{"Unigram without unk_id", variant(char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, false) }), false},
+		{"byte-level BPE short of a byte", tokenizerVariant(t, bytes, func(f, m, vocab map[string]any) { delete(vocab, "Ġ") }), false},
+		{"BPE on bytes without a ByteLevel pre-tokenizer", tokenizerVariant(t, bytes, func(f, m, vocab map[string]any) { f["pre_tokenizer"] = nil }), false},
+		{"Unigram with unk_id", tokenizerVariant(t, char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, true) }), true},
+		{"Unigram without unk_id", tokenizerVariant(t, char, func(f, m, vocab map[string]any) { toUnigram(m, vocab, false) }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, tc.tok.vocab.idForEveryCharacter)
@@ -146,5 +106,37 @@ func TestIdForEveryCharacter(t *testing.T) {
 				require.Equal(t, -1, tc.tok.indexLost(b.String()), "%q", b.String())
 			}
 		})
+	}
+}
+
+// tokenizerVariant loads base's tokenizer.json given to edit: f the
+// file, m its model, vocab the model's vocab.
+func tokenizerVariant(t *testing.T, base []byte, edit func(f, m, vocab map[string]any)) *Tokenizer {
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(base, &f))
+	m := f["model"].(map[string]any)
+	edit(f, m, m["vocab"].(map[string]any))
+	b, err := json.Marshal(f)
+	require.NoError(t, err)
+	tok, err := FromBytes(b)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tok.Close()) })
+	return tok
+}
+
+// toBPE makes the model m a BPE with no merges.
+func toBPE(m map[string]any) { m["type"], m["merges"] = "BPE", []any{} }
+
+// toUnigram makes the model m, of vocab, a Unigram of its pieces (in id
+// order), with unk_id the id of its <unk> where unkID.
+func toUnigram(m, vocab map[string]any, unkID bool) {
+	pieces := make([][]any, len(vocab))
+	for piece, id := range vocab {
+		pieces[int(id.(float64))] = []any{piece, -1.0}
+	}
+	m["type"], m["vocab"] = "Unigram", pieces
+	delete(m, "unk_token")
+	if unkID {
+		m["unk_id"] = vocab[UnknownToken]
 	}
 }
