@@ -327,6 +327,12 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 					return err
 				}
 				if _, err := checkpoint.Load(ctx, path, ws, nil); err != nil {
+					// ws, a store of its own, is discarded: no
+					// partly loaded values are left to warn of.
+					var partly *checkpoint.PartlyLoadedError
+					if errors.As(err, &partly) {
+						return partly.Discarded()
+					}
 					return err
 				}
 				w, lora, trained = ws, settingsLoRA(st), st

@@ -837,6 +837,40 @@ func TestDamagedNewestCheckpoint(t *testing.T) {
 	}
 }
 
+// TestDamagedNewestDataNote: a newest checkpoint whose weights fail
+// their CRC-32C only once read is skipped with a warning that says
+// whether the weights now hold partly loaded values: generate loads each
+// checkpoint into the same weights (the next one overwrites them all),
+// so its warning says so; export gives each checkpoint a fresh store and
+// discards the damaged one's, so its warning said "the store now holds
+// partly loaded values" untruly and now says "(corrupted)" only.
+func TestDamagedNewestDataNote(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	r := shortTrain(t, run)
+	require.Equal(t, 0, r.code, r.stderr)
+	ckpts := filepath.Join(run, "checkpoints")
+	weights := filepath.Join(ckpts, "ckpt-000002", checkpoint.ModelFile)
+	b, err := os.ReadFile(weights)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 0x01 // the data, past the header: found once read
+	require.NoError(t, os.WriteFile(weights, b, 0o644))
+	skipped := `(?m)^spiral: skipped a damaged checkpoint: checkpoint: ` + regexp.QuoteMeta(weights) + `: CRC-32C [0-9a-f]{8}, state\.json records [0-9a-f]{8} \(corrupted`
+	for _, c := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"generate", "--checkpoint", ckpts, "--max-new-tokens", "4", "--threads", "1", "Compute 2+3."}, `; the store now holds partly loaded values\)$`},
+		{[]string{"export", "--checkpoint", run, "--format", "onnx", "--out", filepath.Join(dir, "exported", "model.onnx")}, `\)$`},
+	} {
+		r := spiral(t, nil, c.args...)
+		require.Equal(t, 0, r.code, "%s: %s", c.args[0], r.stderr)
+		require.Regexp(t, skipped+c.note, r.stderr, c.args[0])
+	}
+	require.FileExists(t, filepath.Join(dir, "exported", "model.onnx"))
+}
+
 // TestExportBesideModel: the onnx export copies the files spiral reads
 // beside a model (tokenizer.json, config.json), so the exported file is a
 // --model for eval, generate and plan without --tokenizer; a file of that

@@ -509,8 +509,8 @@ func ReadState(path string) (State, error) {
 // every mismatch is listed in one *params.MismatchError whose File names
 // the file (once the file's CRC-32C shows that the header naming other
 // tensors is intact, not damaged). Size and CRC-32C are checked against state.json; a mismatch is
-// an error naming the file (and leaves w partly loaded, see the package
-// doc). Loading a weights-only checkpoint with a non-nil opt is an error.
+// an error naming the file; one found once the data is read is a
+// *PartlyLoadedError (and leaves w partly loaded, see the package doc). Loading a weights-only checkpoint with a non-nil opt is an error.
 // The read of the data stops when ctx is done, within 64 KiB, with an
 // error wrapping ctx.Err() (and w partly loaded).
 func Load(ctx context.Context, path string, w *params.Store, opt *optim.AdamW) (State, error) {
@@ -579,7 +579,7 @@ func Load(ctx context.Context, path string, w *params.Store, opt *optim.AdamW) (
 			return State{}, fmt.Errorf("checkpoint: %s: %w", file, err)
 		}
 		if got, want := j.r.h.Sum32(), st.Files[j.name].CRC32C; got != want {
-			return State{}, fmt.Errorf("checkpoint: %s: CRC-32C %08x, state.json records %08x (corrupted; the store now holds partly loaded values)", file, got, want)
+			return State{}, &PartlyLoadedError{File: file, Got: got, Want: want}
 		}
 	}
 	if opt != nil {
@@ -588,6 +588,24 @@ func Load(ctx context.Context, path string, w *params.Store, opt *optim.AdamW) (
 		}
 	}
 	return st, nil
+}
+
+// PartlyLoadedError is Load's error for a file whose CRC-32C fails once
+// its data has been read into the Store (and the optimiser's moments),
+// which then hold partly loaded values.
+type PartlyLoadedError struct {
+	File      string // the file at fault
+	Got, Want uint32 // its CRC-32C, and the one state.json records
+}
+
+func (e *PartlyLoadedError) Error() string {
+	return fmt.Sprintf("checkpoint: %s: CRC-32C %08x, state.json records %08x (corrupted; the store now holds partly loaded values)", e.File, e.Got, e.Want)
+}
+
+// Discarded is e for a caller that discards the Store it loaded into:
+// the same error without the note on partly loaded values.
+func (e *PartlyLoadedError) Discarded() error {
+	return fmt.Errorf("checkpoint: %s: CRC-32C %08x, state.json records %08x (corrupted)", e.File, e.Got, e.Want)
 }
 
 // openChecked opens the file name of the checkpoint at path, whose
