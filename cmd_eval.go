@@ -931,7 +931,8 @@ func digestOf(all []data.Problem, ids []string) (string, bool) {
 // is half the context). sglangListed, which the key does not record
 // either, is the max_model_len of the SGLang that serves the model where
 // its context is that less one (checkEngine), for a refusal of a saved
-// RSA evaluation's prompt limit one more to say why (sglangEvalNote).
+// RSA evaluation's prompt limit one more (sglangEvalNote), or of a saved
+// default trace length one more, to say why.
 type unknowns struct {
 	checkpoint, context, traceLength bool
 	sglangListed                     int
@@ -942,7 +943,11 @@ type unknowns struct {
 // now: SGLang's context, which it fitted to, is one position less since
 // (rollout.OpenAI.CheckModel), and its saved steps were fitted to the
 // other limit.
-const sglangEvalNote = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it"
+const sglangEvalNote = sglangLess + ", and no flags resume what a spiral before then saved on it"
+
+// sglangLess says that SGLang's context is one position less than the
+// max_model_len a version before 2026-12-07 fitted to.
+const sglangLess = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it"
 
 // unreadSaved is the refusal of a saved evaluation that did not read
 // (err), which holds what: one with a field this spiral does not know
@@ -982,7 +987,10 @@ func settingsOnlyIn(extra, other map[string]string) []string {
 // were not kept); what unknown names is not compared. An RSA
 // evaluation's prompt limit one more than key's on an SGLang
 // (unknown.sglangListed) is refused saying why (sglangEvalNote), alone
-// as what an older spiral saved.
+// as what an older spiral saved; a pass@k or sequential evaluation's
+// max_new_tokens of half that SGLang's max_model_len where key's is half
+// of one less (the default trace length, which that spiral fitted to
+// it) says why too, and that the saved one resumes.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
@@ -1017,6 +1025,11 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 		cfg.PromptLimit = key.RSA.PromptLimit
 		was.RSA = &cfg
 	}
+	var sglangTrace string // the default trace length of a spiral before SGLang's context was one less
+	if was, is := was.Extra[maxNewTokensKey], key.Extra[maxNewTokensKey]; unknown.sglangListed > 0 && key.RSA == nil &&
+		was == strconv.Itoa(unknown.sglangListed/2) && is == strconv.Itoa((unknown.sglangListed-1)/2) && was != is {
+		sglangTrace = fmt.Sprintf("%s %s, not %s (--max-new-tokens, by default half the context; %s: --max-new-tokens %s resumes)", maxNewTokensKey, was, is, sglangLess, was)
+	}
 	if unrecorded := settingsOnlyIn(key.Extra, was.Extra); len(unrecorded) > 0 {
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
 	}
@@ -1047,7 +1060,14 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 			was.Extra[skippedProblemsKey] = v
 		}
 	}
+	if sglangTrace != "" { // said with its reason below
+		was.Extra = maps.Clone(was.Extra)
+		was.Extra[maxNewTokensKey] = key.Extra[maxNewTokensKey]
+	}
 	diff := was.Diff(key)
+	if sglangTrace != "" {
+		diff = append(diff, sglangTrace)
+	}
 	if otherTexts != "" {
 		diff = append(diff, otherTexts)
 	}

@@ -666,6 +666,65 @@ func TestEvalRSAResumeOnSGLang(t *testing.T) {
 		served-maxNew, served-1-maxNew))
 }
 
+// TestEvalPassKResumeOnSGLang: a pass@k evaluation that a version before
+// 2026-12-07 saved on an SGLang without --max-new-tokens took half its
+// max_model_len as the trace length, now half of one less: its refusal
+// said "max_new_tokens 600, not 599: rerun with those to resume it"
+// without why; it says SGLang's context is one less, and that
+// --max-new-tokens 600 resumes, which it does. An engine that lists
+// itself as vLLM stands for the older spiral (TestEvalRSAResumeOnSGLang).
+func TestEvalPassKResumeOnSGLang(t *testing.T) {
+	requireRuntime(t)
+	const served = 1200
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	data := filepath.Join(dir, "p.jsonl")
+	// One problem more than a call of --engine-concurrency 1 holds
+	// (evalChunk), which the first run fails at.
+	const chunk = 32 // evalChunk: evalChunkWaves of one request
+	var rows strings.Builder
+	for i := range chunk + 1 {
+		fmt.Fprintf(&rows, `{"problem":"%d+1","answer":"%d"}`+"\n", i, i+1)
+	}
+	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o666))
+	var owner atomic.Value
+	owner.Store("vllm")
+	var finish atomic.Bool
+	var requests atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
+			return
+		}
+		if requests.Add(1) > int32(chunk) && !finish.Load() { // the first call done: the run fails at the second
+			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	defer hs.Close()
+	out := filepath.Join(dir, "eval")
+	args := []string{"eval", "--model", m, "--data", data, "--mode", "passk", "--samples", "1", "--quiet", "--out", out,
+		"--engine", "openai", "--engine-concurrency", "1", "--base-url", hs.URL + "/v1", "--served-model", "m"}
+	r := spiral(t, nil, args...)
+	require.NotEqual(t, 0, r.code, r.stderr)
+	saved := filepath.Join(out, "passk"+report.ProblemsSuffix)
+	require.FileExists(t, saved, r.stderr)
+	owner.Store("sglang")
+	r = spiral(t, nil, args...)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", saved))
+	require.Contains(t, r.stderr, fmt.Sprintf("max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --max-new-tokens %d resumes)): rerun with those to resume it, or give --fresh",
+		served/2, (served-1)/2, served/2))
+	finish.Store(true)
+	r = spiral(t, nil, append(args, "--max-new-tokens", fmt.Sprint(served/2))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(out, "passk.json"))
+}
+
 // TestTrainEngineRestarted: an SGLang restarted in the middle of a run
 // comes back serving the weights it was started with, under the same
 // name: the rollouts its requests (retried, or the next step's) get are
