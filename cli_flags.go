@@ -975,6 +975,22 @@ func (f *trainFlags) offPolicySampling() string {
 	return fmt.Sprintf("%s: the traces are drawn from another distribution than the model's at temperature 1 over the tokenizer's ids, whose log-probabilities the update uses (pi_old included), so it is off-policy; train at the defaults (--temperature 1, --top-p 1, --top-k 0) for the policy gradient", strings.Join(set, ", "))
 }
 
+// nearGreedySampling warns of sampling settings that draw (nearly) only
+// the most probable token (rl.NearGreedy): a problem's traces then agree,
+// so few steps update; "" for none.
+func (f *trainFlags) nearGreedySampling() string {
+	c := f.sf.cfg
+	set := rl.NearGreedy(c.Temperature, c.TopP, c.TopK)
+	if set == "" {
+		return ""
+	}
+	verb := "samples"
+	if strings.Contains(set, ",") {
+		verb = "sample"
+	}
+	return fmt.Sprintf("%s %s near-greedily, so a problem's traces agree and few steps will update (a step trains on problems whose traces got different rewards); train at the defaults (--temperature 1, --top-p 1, --top-k 0)", set, verb)
+}
+
 // evalFlags are the flags of `spiral eval`.
 type evalFlags struct {
 	rf      runtimeFlags

@@ -44,7 +44,7 @@ func runTrain(ctx context.Context, env *cliEnv, f *trainFlags) (err error) {
 	con := newConsole(env.stderr, f.quiet)
 	env = con.on(env)
 	warnings := f.ignoredFlags()
-	for _, w := range []string{f.untrainedSearch(), f.untrainedLastRound(), f.offPolicySampling()} {
+	for _, w := range []string{f.untrainedSearch(), f.untrainedLastRound(), f.offPolicySampling(), f.nearGreedySampling()} {
 		if w != "" {
 			warnings = append(warnings, w)
 		}

@@ -370,6 +370,27 @@ func TestTrainOffPolicySampling(t *testing.T) {
 	}
 }
 
+// TestTrainNearGreedySampling: sampling that draws (nearly) only the
+// most probable token (--top-k 1, a --top-p or --temperature of at most
+// 0.1, rl.NearGreedy's cut-off) is warned of at the start, naming the
+// settings: a problem's traces agree, so few steps update, which the run
+// said only at its end; sampling that still draws widely is not.
+func TestTrainNearGreedySampling(t *testing.T) {
+	const advice = " near-greedily, so a problem's traces agree and few steps will update (a step trains on problems whose traces got different rewards); train at the defaults (--temperature 1, --top-p 1, --top-k 0)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--top-k", "2", "--top-p", "0.9", "--temperature", "0.7"}, ""},
+		{[]string{"--top-k", "1"}, "--top-k 1 samples" + advice},
+		{[]string{"--top-p", "0.1"}, "--top-p 0.1 samples" + advice},
+		{[]string{"--temperature", "0.05", "--top-k", "1"}, "--temperature 0.05, --top-k 1 sample" + advice},
+	} {
+		require.Equal(t, tc.want, parsedTrainFlags(t, tc.args).nearGreedySampling(), "%q", tc.args)
+	}
+}
+
 // TestTrainUntrainedSearch: SPIRAL with one subset, or with subsets of
 // every search trace, is warned of (its search advantages are all 0);
 // shapes in which the search traces learn, and the other algorithms,

@@ -1102,15 +1102,32 @@ func (s RunSettings) selection() string {
 }
 
 // nearGreedyAtMost is the largest --temperature and --top-p that
-// nearGreedy names: at 0.1 a token half as probable as the most probable
+// NearGreedy names: at 0.1 a token half as probable as the most probable
 // is drawn about a thousandth as often, and a top-p keeps the most
 // probable token alone wherever it holds a tenth of the mass.
 const nearGreedyAtMost = 0.1
 
-// nearGreedy names the sampling settings of s that draw (nearly) only
-// the most probable token, as the flags give them: --top-k 1 (greedy but
-// for ties), and a --temperature or --top-p of at most nearGreedyAtMost;
-// "" for none (or none recorded).
+// NearGreedy names the sampling settings that draw (nearly) only the
+// most probable token, as the flags give them: --top-k 1 (greedy but for
+// ties), and a --temperature or --top-p of at most nearGreedyAtMost
+// (a NaN, none recorded, is not); "" for none. train warns of them at
+// the start of a run, and the run's closing warning names them.
+func NearGreedy(temperature, topP float64, topK int) string {
+	var set []string
+	if temperature <= nearGreedyAtMost {
+		set = append(set, fmt.Sprintf("--temperature %g", temperature))
+	}
+	if topP <= nearGreedyAtMost {
+		set = append(set, fmt.Sprintf("--top-p %g", topP))
+	}
+	if topK == 1 {
+		set = append(set, "--top-k 1")
+	}
+	return strings.Join(set, ", ")
+}
+
+// nearGreedy is NearGreedy of the sampling settings s records ("" for
+// none recorded).
 func (s RunSettings) nearGreedy() string {
 	number := func(name string) float64 {
 		switch v := s.Sampling[name].(type) {
@@ -1121,17 +1138,11 @@ func (s RunSettings) nearGreedy() string {
 		}
 		return math.NaN()
 	}
-	var set []string
-	if t := number("temperature"); t <= nearGreedyAtMost {
-		set = append(set, fmt.Sprintf("--temperature %g", t))
+	topK := 0 // none recorded: all tokens
+	if k := number("top_k"); !math.IsNaN(k) {
+		topK = int(k)
 	}
-	if p := number("top_p"); p <= nearGreedyAtMost {
-		set = append(set, fmt.Sprintf("--top-p %g", p))
-	}
-	if number("top_k") == 1 {
-		set = append(set, "--top-k 1")
-	}
-	return strings.Join(set, ", ")
+	return NearGreedy(number("temperature"), number("top_p"), topK)
 }
 
 // WarnSkippedCheckpoints writes one warning to w for each checkpoint that
