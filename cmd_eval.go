@@ -987,10 +987,12 @@ func settingsOnlyIn(extra, other map[string]string) []string {
 // were not kept); what unknown names is not compared. An RSA
 // evaluation's prompt limit one more than key's on an SGLang
 // (unknown.sglangListed) is refused saying why (sglangEvalNote), alone
-// as what an older spiral saved; a pass@k or sequential evaluation's
-// max_new_tokens of half that SGLang's max_model_len where key's is half
-// of one less (the default trace length, which that spiral fitted to
-// it) says why too, and that the saved one resumes.
+// as what an older spiral saved; a max_new_tokens of half that SGLang's
+// max_model_len where key's is half of one less (the default trace
+// length, which that spiral fitted to it) says why too: a pass@k or
+// sequential evaluation's, that the saved one resumes; an RSA one's,
+// whose aggregation prompts it would fit one token fewer, as its prompt
+// limit is.
 // What lacks a setting that key's extra records of every evaluation
 // (all but a template file's) was saved by an older spiral, and what
 // records one that key's extra does not (but a template file's) by a
@@ -1026,9 +1028,20 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 		was.RSA = &cfg
 	}
 	var sglangTrace string // the default trace length of a spiral before SGLang's context was one less
-	if was, is := was.Extra[maxNewTokensKey], key.Extra[maxNewTokensKey]; unknown.sglangListed > 0 && key.RSA == nil &&
-		was == strconv.Itoa(unknown.sglangListed/2) && is == strconv.Itoa((unknown.sglangListed-1)/2) && was != is {
-		sglangTrace = fmt.Sprintf("%s %s, not %s (--max-new-tokens, by default half the context; %s: --max-new-tokens %s resumes)", maxNewTokensKey, was, is, sglangLess, was)
+	if old, is := was.Extra[maxNewTokensKey], key.Extra[maxNewTokensKey]; unknown.sglangListed > 0 &&
+		old == strconv.Itoa(unknown.sglangListed/2) && is == strconv.Itoa((unknown.sglangListed-1)/2) && old != is {
+		if key.RSA == nil {
+			sglangTrace = fmt.Sprintf("%s %s, not %s (--max-new-tokens, by default half the context; %s: --max-new-tokens %s resumes)", maxNewTokensKey, old, is, sglangLess, old)
+		} else {
+			// --max-new-tokens of the saved one would fit aggregation
+			// prompts of one token fewer: no flags resume it.
+			if sglang != "" {
+				sglang += "; "
+			}
+			sglang += fmt.Sprintf("%s %s, not %s (--max-new-tokens, by default half the context; %s)", maxNewTokensKey, old, is, sglangEvalNote)
+		}
+		was.Extra = maps.Clone(was.Extra) // said with its reason below
+		was.Extra[maxNewTokensKey] = is
 	}
 	if unrecorded := settingsOnlyIn(key.Extra, was.Extra); len(unrecorded) > 0 {
 		return fmt.Errorf("%s holds %s, saved by an older spiral, which did not record its %s: %s", path, what, strings.Join(unrecorded, ", "), restart)
@@ -1059,10 +1072,6 @@ func refuseSaved(path, what string, was, key report.EvalKey, problems, all []dat
 			was.Extra = maps.Clone(was.Extra)
 			was.Extra[skippedProblemsKey] = v
 		}
-	}
-	if sglangTrace != "" { // said with its reason below
-		was.Extra = maps.Clone(was.Extra)
-		was.Extra[maxNewTokensKey] = key.Extra[maxNewTokensKey]
 	}
 	diff := was.Diff(key)
 	if sglangTrace != "" {

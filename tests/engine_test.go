@@ -725,6 +725,52 @@ func TestEvalPassKResumeOnSGLang(t *testing.T) {
 	require.FileExists(t, filepath.Join(out, "passk.json"))
 }
 
+// TestEvalRSADefaultTraceResumeOnSGLang: an RSA evaluation that a
+// version before 2026-12-07 saved on an SGLang without --max-new-tokens
+// took half its max_model_len as the trace length, now half of one less.
+// Its refusal said "max_new_tokens 600, not 599: rerun with those", whose
+// rerun was refused for the prompt limit one less; it says why, and that
+// no flags resume it (TestEvalRSAResumeOnSGLang).
+func TestEvalRSADefaultTraceResumeOnSGLang(t *testing.T) {
+	requireRuntime(t)
+	const served = 1200
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m")
+	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	data := filepath.Join(dir, "p.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"), 0o666))
+	var owner atomic.Value
+	owner.Store("vllm")
+	var requests atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
+			return
+		}
+		if requests.Add(1) > 2 { // the first step's two done: the run fails at the second
+			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	defer hs.Close()
+	out := filepath.Join(dir, "eval")
+	args := []string{"eval", "--model", m, "--data", data, "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "2", "--quiet", "--out", out,
+		"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}
+	r := spiral(t, nil, args...)
+	require.NotEqual(t, 0, r.code, r.stderr)
+	steps := filepath.Join(out, "rsa"+report.StepsSuffix)
+	require.FileExists(t, steps, r.stderr)
+	owner.Store("sglang")
+	r = spiral(t, nil, args...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", steps))
+	require.Contains(t, r.stderr, fmt.Sprintf(" of max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it): give --fresh to discard them and start over, or another --out\n",
+		served/2, (served-1)/2))
+}
+
 // TestTrainEngineRestarted: an SGLang restarted in the middle of a run
 // comes back serving the weights it was started with, under the same
 // name: the rollouts its requests (retried, or the next step's) get are
