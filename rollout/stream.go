@@ -21,8 +21,10 @@ type Stream struct {
 	// Seed is the run's seed (--seed).
 	Seed uint64
 	// Round is the rollout round: in training, step x draw rounds + the
-	// dynamic-sampling round of the step; in RSA, the aggregation step;
-	// otherwise 0.
+	// dynamic-sampling round of the step, counted from where a resume
+	// that changed --draw-rounds left them (rl.DrawStreams: its base
+	// plus the steps since times the new draw rounds); in RSA, the
+	// aggregation step; otherwise 0.
 	Round uint64
 	// Problem is the problem's index in its round; Sample the trace's (or
 	// subset's) index among that problem's.
