@@ -626,44 +626,48 @@ func TestServedContextSGLang(t *testing.T) {
 // resume it, where it said "rerun with those" (which none could give).
 // An engine that lists itself as vLLM stands for the older spiral: it
 // fitted to the same context.
+//
+// With no --max-new-tokens, the trace length a version before then took,
+// half the max_model_len, is now half of one less: its refusal said
+// "max_new_tokens 600, not 599: rerun with those", whose rerun was
+// refused for the prompt limit one less; it says why, and that no flags
+// resume it.
 func TestEvalRSAResumeOnSGLang(t *testing.T) {
 	requireRuntime(t)
 	const served, maxNew = 1200, 100
-	dir := t.TempDir()
-	m := filepath.Join(dir, "m")
-	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
-		t.Fatal(r.stderr)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string // the refusal's line, after "of"
+	}{
+		{"--max-new-tokens", []string{"--max-new-tokens", fmt.Sprint(maxNew)}, fmt.Sprintf(" of aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it: give --fresh to discard them and start over, or another --out\n",
+			served-maxNew, served-1-maxNew)},
+		{"the default trace length", nil, fmt.Sprintf(" of max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it): give --fresh to discard them and start over, or another --out\n",
+			served/2, (served-1)/2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := filepath.Join(dir, "m")
+			if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			data := filepath.Join(dir, "p.jsonl")
+			require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"), 0o666))
+			hs, owner, _ := olderSGLang(t, served, 2) // the first step's two done: the run fails at the second
+			out := filepath.Join(dir, "eval")
+			args := append([]string{"eval", "--model", m, "--data", data, "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "2", "--quiet", "--out", out,
+				"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}, tc.flags...)
+			r := spiral(t, nil, args...)
+			require.NotEqual(t, 0, r.code, r.stderr)
+			steps := filepath.Join(out, "rsa"+report.StepsSuffix)
+			require.FileExists(t, steps, r.stderr)
+			owner.Store("sglang")
+			r = spiral(t, nil, args...)
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", steps))
+			require.Contains(t, r.stderr, tc.want)
+		})
 	}
-	data := filepath.Join(dir, "p.jsonl")
-	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"), 0o666))
-	var owner atomic.Value
-	owner.Store("vllm")
-	var requests atomic.Int32
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/models" {
-			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
-			return
-		}
-		if requests.Add(1) > 2 { // the first step's two done: the run fails at the second
-			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
-			return
-		}
-		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
-	}))
-	defer hs.Close()
-	out := filepath.Join(dir, "eval")
-	args := []string{"eval", "--model", m, "--data", data, "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "2", "--quiet", "--out", out,
-		"--max-new-tokens", fmt.Sprint(maxNew), "--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}
-	r := spiral(t, nil, args...)
-	require.NotEqual(t, 0, r.code, r.stderr)
-	steps := filepath.Join(out, "rsa"+report.StepsSuffix)
-	require.FileExists(t, steps, r.stderr)
-	owner.Store("sglang")
-	r = spiral(t, nil, args...)
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", steps))
-	require.Contains(t, r.stderr, fmt.Sprintf(" of aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it: give --fresh to discard them and start over, or another --out\n",
-		served-maxNew, served-1-maxNew))
 }
 
 // TestEvalPassKResumeOnSGLang: a pass@k evaluation that a version before
@@ -690,22 +694,7 @@ func TestEvalPassKResumeOnSGLang(t *testing.T) {
 		fmt.Fprintf(&rows, `{"problem":"%d+1","answer":"%d"}`+"\n", i, i+1)
 	}
 	require.NoError(t, os.WriteFile(data, []byte(rows.String()), 0o666))
-	var owner atomic.Value
-	owner.Store("vllm")
-	var finish atomic.Bool
-	var requests atomic.Int32
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/models" {
-			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
-			return
-		}
-		if requests.Add(1) > int32(chunk) && !finish.Load() { // the first call done: the run fails at the second
-			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
-			return
-		}
-		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
-	}))
-	defer hs.Close()
+	hs, owner, finish := olderSGLang(t, served, chunk) // the first call done: the run fails at the second
 	out := filepath.Join(dir, "eval")
 	args := []string{"eval", "--model", m, "--data", data, "--mode", "passk", "--samples", "1", "--quiet", "--out", out,
 		"--engine", "openai", "--engine-concurrency", "1", "--base-url", hs.URL + "/v1", "--served-model", "m"}
@@ -723,52 +712,6 @@ func TestEvalPassKResumeOnSGLang(t *testing.T) {
 	r = spiral(t, nil, append(args, "--max-new-tokens", fmt.Sprint(served/2))...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.FileExists(t, filepath.Join(out, "passk.json"))
-}
-
-// TestEvalRSADefaultTraceResumeOnSGLang: an RSA evaluation that a
-// version before 2026-12-07 saved on an SGLang without --max-new-tokens
-// took half its max_model_len as the trace length, now half of one less.
-// Its refusal said "max_new_tokens 600, not 599: rerun with those", whose
-// rerun was refused for the prompt limit one less; it says why, and that
-// no flags resume it (TestEvalRSAResumeOnSGLang).
-func TestEvalRSADefaultTraceResumeOnSGLang(t *testing.T) {
-	requireRuntime(t)
-	const served = 1200
-	dir := t.TempDir()
-	m := filepath.Join(dir, "m")
-	if r := spiral(t, nil, "init-model", "--out", m, "--layers", "1", "--max-positions", "4096"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	data := filepath.Join(dir, "p.jsonl")
-	require.NoError(t, os.WriteFile(data, []byte(`{"problem":"1+1","answer":"2"}`+"\n"), 0o666))
-	var owner atomic.Value
-	owner.Store("vllm")
-	var requests atomic.Int32
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/models" {
-			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
-			return
-		}
-		if requests.Add(1) > 2 { // the first step's two done: the run fails at the second
-			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
-			return
-		}
-		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
-	}))
-	defer hs.Close()
-	out := filepath.Join(dir, "eval")
-	args := []string{"eval", "--model", m, "--data", data, "--mode", "rsa", "--population", "2", "--subset", "2", "--rsa-steps", "2", "--quiet", "--out", out,
-		"--engine", "openai", "--base-url", hs.URL + "/v1", "--served-model", "m"}
-	r := spiral(t, nil, args...)
-	require.NotEqual(t, 0, r.code, r.stderr)
-	steps := filepath.Join(out, "rsa"+report.StepsSuffix)
-	require.FileExists(t, steps, r.stderr)
-	owner.Store("sglang")
-	r = spiral(t, nil, args...)
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", steps))
-	require.Contains(t, r.stderr, fmt.Sprintf(" of max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it): give --fresh to discard them and start over, or another --out\n",
-		served/2, (served-1)/2))
 }
 
 // TestTrainEngineRestarted: an SGLang restarted in the middle of a run
@@ -952,4 +895,29 @@ func syncingSGLang(t *testing.T, loaded string, entry func(loaded string) map[st
 	}))
 	t.Cleanup(hs.Close)
 	return hs
+}
+
+// olderSGLang starts a fake engine, closed when t ends, that serves "m"
+// with the context served, listing itself as vLLM (owner, which a test
+// sets to "sglang": a vLLM stands for an SGLang as spiral before
+// 2026-12-07 fitted to it) and failing every request after its first
+// stopAfter until finish is set, so that an evaluation saves what it
+// finished and fails.
+func olderSGLang(t *testing.T, served int, stopAfter int32) (hs *httptest.Server, owner *atomic.Value, finish *atomic.Bool) {
+	owner, finish = new(atomic.Value), new(atomic.Bool)
+	owner.Store("vllm")
+	var requests atomic.Int32
+	hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q,"root":"m","max_model_len":%d}]}`, owner.Load(), served)
+			return
+		}
+		if requests.Add(1) > stopAfter && !finish.Load() {
+			http.Error(w, `{"object":"error","message":"stopped here","type":"BadRequest","code":400}`, http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"","token_ids":[3,4],"finish_reason":"stop"}]}`))
+	}))
+	t.Cleanup(hs.Close)
+	return hs, owner, finish
 }
