@@ -19,6 +19,7 @@ import (
 	"github.com/spiral-rl/spiral/model/lmgraph"
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -766,7 +767,16 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 		if err != nil {
 			return checkpoint.Final(fmt.Errorf("checkpoint %s: %w", path, err))
 		}
-		arts := model.ArtifactOptions{LoRA: settingsLoRA(st), Selection: sel}
+		lora := settingsLoRA(st)
+		var unselectable *lmgraph.UnselectableError
+		if recorded == "" && !lora.Enabled() {
+			if sel, err = heldSelection(s.onnx, path); errors.As(err, &unselectable) {
+				sel = lmgraph.Selection{} // loaded as every parameter, its error naming the tensors
+			} else if err != nil {
+				return err
+			}
+		}
+		arts := model.ArtifactOptions{LoRA: lora, Selection: sel}
 		key := arts.LoRA.String() + " " + sel.String()
 		if pol != nil && key != opened {
 			err := pol.Close()
@@ -783,6 +793,10 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 			pol, opened = p, key
 		}
 		state, err := checkpoint.Load(ctx, path, pol.Weights, nil)
+		var mismatch *params.MismatchError
+		if unselectable != nil && errors.As(err, &mismatch) {
+			err = fmt.Errorf("checkpoint %s %s and records no --train and --freeze selection (an sft checkpoint of a spiral before 2026-12-06?): %w", path, unselectable.Found(), err)
+		}
 		loaded.digest = state.Digest()
 		return err
 	})
@@ -795,6 +809,25 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 	loaded.path = path
 	warnOtherTokenizer(warn, path, loaded.settings, s.resolvedModel)
 	return pol, loaded, nil
+}
+
+// heldSelection is the --train and --freeze selection that trains the
+// parameters the checkpoint at path, of the model at src, holds, for a
+// checkpoint that records none (rl.CheckpointSelection ""; spiral sft's
+// before 2026-12-06, which held the parameters a selection trained
+// too): lmgraph.SelectionOf of the model's parameters, whose
+// *lmgraph.UnselectableError says what it holds where no selection
+// trains them.
+func heldSelection(src, path string) (lmgraph.Selection, error) {
+	held, err := checkpoint.TensorNames(path)
+	if err != nil {
+		return lmgraph.Selection{}, err
+	}
+	parameters, err := model.TrainedParameters(src, lmgraph.Selection{})
+	if err != nil {
+		return lmgraph.Selection{}, checkpoint.Final(err)
+	}
+	return lmgraph.SelectionOf(parameters, held)
 }
 
 // loadedCheckpoint is the checkpoint openSamplingPolicy loaded.

@@ -18,7 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/spiral-rl/spiral/model/checkpoint"
 	"github.com/spiral-rl/spiral/model/embedded"
+	"github.com/spiral-rl/spiral/model/optim"
+	"github.com/spiral-rl/spiral/model/params"
 	"github.com/spiral-rl/spiral/model/tokenizer"
 	"github.com/spiral-rl/spiral/rl"
 	"github.com/spiral-rl/spiral/rollout"
@@ -609,4 +612,115 @@ func TestSamplingFromACheckpointOfASelection(t *testing.T) {
 			require.Equal(t, completions[1].String(), completions[0].String())
 		})
 	}
+}
+
+// olderCheckpoint writes into the run directory dir a copy of the
+// checkpoint at path as spiral sft wrote it before 2026-12-06
+// (c7b9317): its settings without the --train and --freeze selection
+// ("selection"), the tensors, their order and the optimiser's moments
+// the same, as that version's sft --train wrote them. extra, when
+// given, is one more tensor in its weights (which then go without the
+// moments). It returns the copy's path.
+func olderCheckpoint(t *testing.T, path, dir string, extra *params.Spec) string {
+	t.Helper()
+	st, err := checkpoint.ReadState(path)
+	require.NoError(t, err)
+	var config map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(st.Config, &config))
+	require.Contains(t, config, "selection")
+	delete(config, "selection")
+	st.Config, err = json.Marshal(config)
+	require.NoError(t, err)
+	w, err := checkpoint.NewStoreFor(path)
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	_, err = checkpoint.Load(context.Background(), path, w, opt)
+	require.NoError(t, err)
+	if extra != nil {
+		w, err = params.NewStore(append(w.Specs(), *extra))
+		require.NoError(t, err)
+		opt = nil
+	}
+	saved, err := checkpoint.Save(filepath.Join(dir, rl.CheckpointsDir), w, opt, st, checkpoint.Options{})
+	require.NoError(t, err)
+	return saved
+}
+
+// newestCheckpoint is the path of the newest checkpoint of the run
+// directory dir.
+func newestCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	path, _, err := checkpoint.Newest(filepath.Join(dir, rl.CheckpointsDir), func(string) error { return nil })
+	require.NoError(t, err)
+	return path
+}
+
+// TestSamplingFromAnOlderCheckpointOfASelection: a checkpoint of an sft
+// run given --train or --freeze, written before sft recorded the
+// selection (c7b9317, 2026-12-06), holds the trained parameters only
+// and records none: eval and generate --checkpoint took it for a
+// checkpoint of every parameter and refused it ("missing tensor
+// model.embed_tokens.weight"), where export read it. They take the
+// selection from its tensors and sample as from the same checkpoint
+// with its selection recorded: the same eval report and traces, the same
+// greedy completions and log-probabilities. One whose tensors no
+// selection trains is refused as before, saying what it holds.
+func TestSamplingFromAnOlderCheckpointOfASelection(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, flag, selection string }{
+		{"train", "--train", `layers\.0\.`},
+		{"freeze", "--freeze", `embed|norm`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recorded, older := filepath.Join(dir, tc.name), filepath.Join(dir, tc.name+"-older")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stderr bytes.Buffer
+			require.Equal(t, exitInterrupted, run(ctx, []string{"sft", "--out", recorded, tc.flag, tc.selection, "--steps", "50", "--batch", "2", "--eval-every", "0", "--eval-problems", "2",
+				"--checkpoint-every", "1", "--threads", "1", "--quiet"}, &cliEnv{stdout: &cancelAt{line: "checkpoint ", cancel: cancel}, stderr: &stderr}), stderr.String())
+			path := newestCheckpoint(t, recorded)
+			olderCheckpoint(t, path, older, nil)
+
+			var reports, traces, completions [2][]byte
+			for i, runDir := range []string{recorded, older} {
+				out := filepath.Join(dir, "eval-"+filepath.Base(runDir))
+				stderr.Reset()
+				require.Zero(t, run(context.Background(), []string{"eval", "--checkpoint", runDir, "--mode", "passk", "--limit", "3", "--samples", "2", "--max-new-tokens", "12",
+					"--traces", "--threads", "1", "--quiet", "--out", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+				var rep map[string]any
+				b, err := os.ReadFile(filepath.Join(out, "passk.json"))
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(b, &rep))
+				meta := rep["meta"].(map[string]any)
+				require.Contains(t, meta["model"], "embedded@"+filepath.Base(runDir)+"/ckpt-")
+				for _, k := range []string{"model", "timestamp", "checkpoint_digest"} { // the checkpoint's own
+					delete(meta, k)
+				}
+				reports[i], err = json.Marshal(rep)
+				require.NoError(t, err)
+				traces[i], err = os.ReadFile(filepath.Join(out, "passk.traces.jsonl"))
+				require.NoError(t, err)
+				var stdout bytes.Buffer
+				stderr.Reset()
+				require.Zero(t, run(context.Background(), []string{"generate", "--checkpoint", runDir, "--jsonl", "--temperature", "0", "--max-new-tokens", "8", "--threads", "1", "1+1", "2+2"},
+					&cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+				completions[i] = stdout.Bytes()
+			}
+			require.NotEmpty(t, traces[0])
+			require.Contains(t, string(completions[0]), `"logprobs":[`)
+			require.Equal(t, string(reports[0]), string(reports[1]))
+			require.Equal(t, string(traces[0]), string(traces[1]))
+			require.Equal(t, string(completions[0]), string(completions[1]))
+		})
+	}
+	// Tensors that no selection trains: the trained ones and one that
+	// is none of the model's parameters.
+	other := olderCheckpoint(t, newestCheckpoint(t, filepath.Join(dir, "train")), filepath.Join(dir, "other"), &params.Spec{Name: "extra.weight", Shape: []int64{2}})
+	var stderr bytes.Buffer
+	require.Equal(t, exitFailure, run(context.Background(), []string{"generate", "--checkpoint", other, "--max-new-tokens", "2", "--threads", "1", "1+1"}, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+	require.Contains(t, stderr.String(), "spiral generate: --checkpoint "+other+": checkpoint "+other+` holds 11 of the model's 35 parameters and 1 other tensor ("extra.weight") and records no --train and --freeze selection (an sft checkpoint of a spiral before 2026-12-06?): params: `)
+	require.Contains(t, stderr.String(), `unexpected tensor "extra.weight"`)
+	require.Contains(t, stderr.String(), `missing tensor "model.embed_tokens.weight"`)
 }

@@ -1358,7 +1358,8 @@ func CheckpointSettings(path string) (RunSettings, error) {
 // the checkpoint at path, whose checkpoints hold the parameters it
 // trains only: train records it in its sampling settings (selectionKey),
 // sft as its own setting (SFTSettings.Selection). "" where it records
-// none (older versions: every parameter).
+// none: sft's before 2026-12-06 (c7b9317), whose tensors then say which
+// parameters it trained (lmgraph.SelectionOf).
 func CheckpointSelection(path string) (string, error) {
 	st, err := checkpoint.ReadCheckedState(path)
 	if err != nil {

@@ -292,3 +292,91 @@ func ParseSelection(recorded string) (Selection, error) {
 	}
 	return s, nil
 }
+
+// SelectionOf returns a Selection that trains exactly the parameters
+// named in held of a model whose parameters (Select's, in initializer
+// order) are parameters: the zero Selection where held names every
+// one; else a --train, or a --freeze where that is shorter, of the
+// names themselves (anchored, each quoted), which trains them as the
+// run that held them did. It is for a checkpoint that records no
+// selection (spiral sft's before 2026-12-06), whose tensors are the
+// parameters its run trained. Names that are none of the parameters,
+// or none at all, are refused with an *UnselectableError: no selection
+// trains them.
+func SelectionOf(parameters, held []string) (Selection, error) {
+	isParameter := make(map[string]bool, len(parameters))
+	for _, p := range parameters {
+		isParameter[p] = true
+	}
+	isHeld := make(map[string]bool, len(held))
+	var others []string
+	for _, h := range held {
+		if !isParameter[h] {
+			others = append(others, h)
+		}
+		isHeld[h] = true
+	}
+	var trained, frozen []string
+	for _, p := range parameters {
+		if isHeld[p] {
+			trained = append(trained, p)
+		} else {
+			frozen = append(frozen, p)
+		}
+	}
+	switch {
+	case len(others) > 0 || len(trained) == 0:
+		return Selection{}, &UnselectableError{Held: len(trained), Parameters: len(parameters), Others: others}
+	case len(frozen) == 0:
+		return Selection{}, nil
+	}
+	train, freeze := namesPattern(trained), namesPattern(frozen)
+	if len(freeze) < len(train) {
+		return Selection{Freeze: regexp.MustCompile(freeze)}, nil
+	}
+	return Selection{Train: regexp.MustCompile(train)}, nil
+}
+
+// namesPattern is the regular expression that matches the names, each
+// whole, and nothing else.
+func namesPattern(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return "^(?:" + strings.Join(quoted, "|") + ")$"
+}
+
+// UnselectableError is SelectionOf's refusal of tensor names that no
+// Selection trains: Held of them are of the model's Parameters, Others
+// none of them.
+type UnselectableError struct {
+	Held, Parameters int
+	Others           []string
+}
+
+// Found says what the names are: "holds 12 of the model's 311
+// parameters", and of Others "and 2 other tensors (\"a\", \"b\")",
+// the first three named.
+func (e *UnselectableError) Found() string {
+	found := fmt.Sprintf("holds %d of the model's %d parameters", e.Held, e.Parameters)
+	if len(e.Others) == 0 {
+		return found
+	}
+	named := make([]string, 0, 3)
+	for _, o := range e.Others[:min(3, len(e.Others))] {
+		named = append(named, strconv.Quote(o))
+	}
+	if len(e.Others) > 3 {
+		named = append(named, "...")
+	}
+	what := "other tensors"
+	if len(e.Others) == 1 {
+		what = "other tensor"
+	}
+	return fmt.Sprintf("%s and %d %s (%s)", found, len(e.Others), what, strings.Join(named, ", "))
+}
+
+func (e *UnselectableError) Error() string {
+	return "lmgraph: no --train and --freeze selection trains exactly the tensors held: " + e.Found()
+}

@@ -296,3 +296,72 @@ func TestParseSelection(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestSelectionOf: the tensor names a checkpoint that records no
+// selection holds (spiral sft's before 2026-12-06) give the selection
+// that trains exactly them, which Select then picks, in the model's
+// order, through names that are patterns themselves ("."); names that
+// no selection trains (none of the model's parameters, or none at all)
+// are refused saying what they are.
+func TestSelectionOf(t *testing.T) {
+	cls := []lmgraph.Initializer{
+		{Name: "embed.weight", Parameter: true}, {Name: "layers.0.q.weight", Parameter: true},
+		{Name: "layers.0.norm.weight", Parameter: true}, {Name: "layers.10.q.weight", Parameter: true},
+		{Name: "norm.weight", Parameter: true}, {Name: "inv_freq", Reason: lmgraph.ReasonBuffer},
+	}
+	var parameters []string
+	for _, c := range cls {
+		if c.Parameter {
+			parameters = append(parameters, c.Name)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		held   []string
+		want   string // the Selection's String
+		trains []string
+	}{
+		{"every parameter", []string{"norm.weight", "embed.weight", "layers.0.q.weight", "layers.10.q.weight", "layers.0.norm.weight"},
+			`train="" freeze=""`, parameters},
+		{"one layer's, as --train layers\\.0\\.", []string{"layers.0.q.weight", "layers.0.norm.weight"},
+			`train="^(?:layers\\.0\\.q\\.weight|layers\\.0\\.norm\\.weight)$" freeze=""`, []string{"layers.0.q.weight", "layers.0.norm.weight"}},
+		{"all but the embedding, as --freeze embed", []string{"layers.0.q.weight", "layers.0.norm.weight", "layers.10.q.weight", "norm.weight"},
+			`train="" freeze="^(?:embed\\.weight)$"`, []string{"layers.0.q.weight", "layers.0.norm.weight", "layers.10.q.weight", "norm.weight"}},
+		{"in another order", []string{"norm.weight", "embed.weight"},
+			`train="^(?:embed\\.weight|norm\\.weight)$" freeze=""`, []string{"embed.weight", "norm.weight"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := lmgraph.SelectionOf(parameters, tc.held)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, sel.String())
+			trained, _, err := sel.Select(cls)
+			require.NoError(t, err)
+			var names []string
+			for _, c := range trained {
+				names = append(names, c.Name)
+			}
+			require.Equal(t, tc.trains, names)
+			parsed, err := lmgraph.ParseSelection(sel.String())
+			require.NoError(t, err)
+			require.Equal(t, sel.String(), parsed.String())
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		held []string
+		want string
+	}{
+		{"none", nil, "holds 0 of the model's 5 parameters"},
+		{"a buffer", []string{"layers.0.q.weight", "inv_freq"}, `holds 1 of the model's 5 parameters and 1 other tensor ("inv_freq")`},
+		{"another model's", []string{"a", "b", "c", "d", "norm.weight"}, `holds 1 of the model's 5 parameters and 4 other tensors ("a", "b", "c", ...)`},
+		{"a name the pattern of another", []string{"layers.0.q.weight", "layers.0.q.weigh"}, `holds 1 of the model's 5 parameters and 1 other tensor ("layers.0.q.weigh")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := lmgraph.SelectionOf(parameters, tc.held)
+			var un *lmgraph.UnselectableError
+			require.ErrorAs(t, err, &un)
+			require.Equal(t, tc.want, un.Found())
+			require.EqualError(t, err, "lmgraph: no --train and --freeze selection trains exactly the tensors held: "+tc.want)
+		})
+	}
+}
