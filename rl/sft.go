@@ -560,7 +560,13 @@ func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (i
 		if err != nil {
 			return err
 		}
-		return otherSelection(p.Dir, "selection", prev.Selection, p.Settings.Selection)
+		if err := otherSelection(p.Dir, "selection", prev.Selection, p.Settings.Selection); err != nil {
+			return err
+		}
+		if prev.Selection == "" && prev.LoRA == nil {
+			return unrecordedSelection(p.Dir, path, p.Settings.Selection, func() ([]string, error) { return p.Policy.Weights.Names(), nil })
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
@@ -661,7 +667,8 @@ func CheckSFTRunSettings(cfg SFTConfig, p SFTParts) error {
 // ModelID, LoRA and Selection are read), or whose --train and --freeze
 // select other parameters than the checkpoint holds (trains gives the
 // names of those now's selection trains; asked for only when the
-// recorded selection is another): what RunSFT refuses on resuming, said
+// recorded selection is another, or where the checkpoint records none:
+// unrecordedSelection): what RunSFT refuses on resuming, said
 // before the caller builds the model's artifacts into dir, as
 // CheckRunIdentity says it for train. A directory without a checkpoint
 // passes; settings that --override lets differ are RunSFT's to compare.
@@ -674,8 +681,36 @@ func CheckSFTRunIdentity(dir string, now SFTSettings, trains func() ([]string, e
 		if err := otherLoRARun(dir, prev.LoRA, prev.Selection, now.LoRA, now.Selection); err != nil {
 			return err
 		}
+		if prev.Selection == "" && prev.LoRA == nil && now.Selection != "" {
+			return unrecordedSelection(dir, path, now.Selection, trains)
+		}
 		return otherTrained(dir, path, "selection", prev.Selection, now.Selection, trains)
 	})
+}
+
+// unrecordedSelection refuses the sft run in dir whose checkpoint at
+// path records no --train and --freeze selection (sft's before
+// 2026-12-06, which held the parameters it trained all the same) where
+// the tensors it holds are not those the rerun's selection now trains
+// (trains gives their names), saying how many each has: the resume would
+// stop at them with a line for each that differs. A checkpoint whose
+// tensors cannot be read passes (resuming skips and reports it).
+func unrecordedSelection(dir, path, now string, trains func() ([]string, error)) error {
+	names, err := trains()
+	if err != nil {
+		return err
+	}
+	held, err := checkpoint.TensorNames(path)
+	if err != nil {
+		return nil
+	}
+	slices.Sort(names)
+	slices.Sort(held)
+	if slices.Equal(names, held) {
+		return nil
+	}
+	return otherRun("%s holds a run that trains other parameters: its checkpoint %s holds %d tensors and records no --train and --freeze selection (an sft run of a spiral before 2026-12-06); this one trains %d others (%s: %s): use the run's --train and --freeze, another --out, or --fresh",
+		dir, path, len(held), len(names), withFlags("selection"), now)
 }
 
 // recordedSFT returns the settings that config, recorded in the

@@ -471,6 +471,49 @@ func TestSFTResumeOtherTensors(t *testing.T) {
 	}
 }
 
+// TestSFTResumeOlderSelection: an sft run saved before it recorded its
+// --train and --freeze selection (2026-12-06), whose checkpoints hold the
+// parameters it trained, resumes with a selection that trains them; one
+// that trains others was let through by CheckSFTRunIdentity and stopped
+// by the resume with a line for each tensor that differed. Both refuse it
+// naming what the checkpoint holds and that it records no selection.
+func TestSFTResumeOlderSelection(t *testing.T) {
+	src, dir := sftModelDir(t), t.TempDir()
+	older := newSFTHarness(t, src, dir)
+	older.parts.Settings.Selection = "" // as sft recorded none before c7b9317
+	require.ErrorIs(t, older.run(2), context.Canceled)
+	path := filepath.Join(dir, CheckpointsDir, checkpoint.DirName(2))
+	held, err := checkpoint.TensorNames(path)
+	require.NoError(t, err)
+	require.Greater(t, len(held), 1)
+
+	// Another selection: the weights are the checkpoint's less one.
+	h := newSFTHarness(t, src, dir)
+	h.parts.Settings.Selection = `train="" freeze="norm"`
+	w, err := params.NewStore(h.parts.Policy.Weights.Specs()[1:])
+	require.NoError(t, err)
+	opt, err := optim.NewAdamW(optim.DefaultConfig(), w)
+	require.NoError(t, err)
+	pol := *h.parts.Policy
+	pol.Weights = w
+	h.parts.Policy, h.parts.Optimizer = &pol, opt
+	want := fmt.Sprintf(`%s holds a run that trains other parameters: its checkpoint %s holds %d tensors and records no --train and --freeze selection (an sft run of a spiral before 2026-12-06); this one trains %d others (selection (--train, --freeze): train="" freeze="norm"): use the run's --train and --freeze, another --out, or --fresh`,
+		dir, path, len(held), len(held)-1)
+	checked := CheckSFTRunIdentity(dir, h.parts.Settings, func() ([]string, error) { return w.Names(), nil })
+	for _, err := range []error{checked, h.run(0)} {
+		var other *OtherRunError
+		require.ErrorAs(t, err, &other)
+		require.EqualError(t, err, want)
+	}
+	require.NotContains(t, h.out.String(), "resumed from")
+
+	// The selection that trains the checkpoint's tensors resumes it.
+	h = newSFTHarness(t, src, dir)
+	require.NoError(t, CheckSFTRunIdentity(dir, h.parts.Settings, func() ([]string, error) { return held, nil }))
+	require.NoError(t, h.run(0))
+	require.Contains(t, h.out.String(), "resumed from "+path)
+}
+
 // TestSFTRefusesTrainCheckpoints: an sft into the run directory of
 // spiral train (its checkpoints record no sft settings) is refused rather
 // than resumed from them.
