@@ -1193,7 +1193,7 @@ func (f *sftFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.Mix.ReadShare, "aggregate-read-share", c.Mix.ReadShare, "share in [0, 1] of aggregation examples that read the candidates (take a right one); the rest take one drawn uniformly")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every N steps (0 = only at the end)")
-	fs.IntVar(&c.EvalProblems, "eval-problems", c.EvalProblems, "held-out problems per evaluation")
+	fs.IntVar(&c.EvalProblems, "eval-problems", c.EvalProblems, "held-out problems per evaluation (0 = no evaluation, not even at the end)")
 	fs.IntVar(&c.MicroBatchTokens, "micro-batch-tokens", c.MicroBatchTokens, "rows x length per training call")
 	fs.Float64Var(&c.MaxGradNorm, "max-grad-norm", c.MaxGradNorm, "global gradient-norm clip (0 or less = off)")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint every N steps (and at the end or on Ctrl-C) in --out/checkpoints/, removed once the model is written")
@@ -1208,7 +1208,7 @@ func (f *sftFlags) validate() error {
 	c := f.cfg
 	errs := []error{f.rf.validate(), f.exec.validate(), c.Validate(), validLR(f.lr, false), countedOrNone("--warmup", f.warmup),
 		countsAtMost(count{"--steps", c.Steps, 1}, count{"--batch", c.Batch, 1}, count{"--candidates", c.Mix.Candidates, 1}, count{"--eval-every", c.EvalEvery, 0},
-			count{"--eval-problems", c.EvalProblems, 1}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
+			count{"--eval-problems", c.EvalProblems, 0}, count{"--micro-batch-tokens", c.MicroBatchTokens, 1}, count{"--checkpoint-every", c.CheckpointEvery, 1},
 			count{"--keep", c.Keep, 0})}
 	errs = append(errs, freshOrOverride(c.Fresh, c.Override))
 	errs = append(errs, refuseHousekeptOut(f.out, "the trained model", "sft"))
@@ -1218,15 +1218,25 @@ func (f *sftFlags) validate() error {
 	return errors.Join(errs...)
 }
 
-// ignoredFlags lists the flags given that the mix does not read, each
+// ignoredFlags lists the flags given that the run does not read, each
 // with why, as train's ignoredFlags does: --aggregate-read-share shapes
-// the aggregation examples, which --aggregate-share 0 never draws
-// (--candidates is read by the evaluation's aggregation prompts too).
+// the aggregation examples, which --aggregate-share 0 never draws;
+// --eval-every times the evaluations, which --eval-problems 0 turns off;
+// --candidates is read by the aggregation examples and the evaluations'
+// aggregation prompts, so by neither under both.
 func (f *sftFlags) ignoredFlags() []string {
-	if f.cfg.Mix.AggregateShare == 0 && f.changed("aggregate-read-share") {
-		return []string{"--aggregate-read-share is the share of aggregation examples that read their candidates; --aggregate-share 0 draws none, so it is ignored"}
+	var out []string
+	noAggregation, noEval := f.cfg.Mix.AggregateShare == 0, f.cfg.EvalProblems == 0
+	if noAggregation && f.changed("aggregate-read-share") {
+		out = append(out, "--aggregate-read-share is the share of aggregation examples that read their candidates; --aggregate-share 0 draws none, so it is ignored")
 	}
-	return nil
+	if noEval && f.changed("eval-every") {
+		out = append(out, "--eval-every sets how often the held-out problems are evaluated; --eval-problems 0 evaluates none, so it is ignored")
+	}
+	if noAggregation && noEval && f.changed("candidates") {
+		out = append(out, "--candidates sets the candidates of the aggregation examples and of the evaluations' aggregation prompts; --aggregate-share 0 draws no such example and --eval-problems 0 runs no evaluation, so it is ignored")
+	}
+	return out
 }
 
 // generateFlags are the flags of `spiral generate`.

@@ -74,15 +74,20 @@ func runSFT(ctx context.Context, env *cliEnv, f *sftFlags) (err error) {
 	// Each candidate takes a token of an aggregation prompt at least: as
 	// many as the model's positions never fit, and a step's worth of such
 	// prompts (a million candidates each, say) takes gigabytes to draw
-	// before the first step's check of their length refuses them.
-	if n, c := f.cfg.ContextLength, f.cfg.Mix.Candidates; n > 0 && c >= n {
+	// before the first step's check of their length refuses them. A run
+	// that draws no aggregation example and evaluates nothing reads no
+	// --candidates (ignoredFlags).
+	readsCandidates := f.cfg.Mix.AggregateShare > 0 || f.cfg.EvalProblems > 0
+	if n, c := f.cfg.ContextLength, f.cfg.Mix.Candidates; readsCandidates && n > 0 && c >= n {
 		return usageError{fmt.Errorf("--candidates %d: an aggregation prompt of %d candidates passes the model's %d positions (config.json max_position_embeddings), each candidate taking a token at least: give fewer", c, c, n)}
 	}
 	// The task's templates, by which the examples' aggregation prompts
 	// are rendered again (rl.SFTExample).
 	pr := sess.prompter(templateSet{synth.Templates()})
-	if err := checkCandidatesFit(task, pr, f.cfg); err != nil {
-		return err
+	if readsCandidates {
+		if err := checkCandidatesFit(task, pr, f.cfg); err != nil {
+			return err
+		}
 	}
 	if model.SameFile(f.out, filepath.Dir(sess.onnx)) {
 		return usageError{fmt.Errorf("--out %s is the directory of --model: sft would write its model.onnx over the model it starts from; give another --out", f.out)}

@@ -220,3 +220,52 @@ func TestSFTNoContextWarning(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral: warning: "+filepath.Join(src, "config.json")+" states no max_position_embeddings (neither at its top level nor in text_config): the model's context is not known, so its examples and --candidates are not checked against it\n")
 	require.Contains(t, stderr.String(), "is the directory of --model")
 }
+
+// TestSFTWithoutEvaluation: sft --eval-problems 0 trains without
+// evaluating, neither every --eval-every steps nor at the end (it was
+// refused, "--eval-problems 0: want >= 1", so that sft could not turn
+// its evaluations off): its sft.jsonl holds the step lines alone, which
+// spiral tensorboard converts, and its output says no accuracy. The
+// flags that then go unread are warned of as ignored: --eval-every, and
+// --candidates with --aggregate-share 0 too, which is not checked
+// against the model's positions then (4096 was refused as too many).
+func TestSFTWithoutEvaluation(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	const (
+		everyIgnored      = "spiral: warning: --eval-every sets how often the held-out problems are evaluated; --eval-problems 0 evaluates none, so it is ignored\n"
+		candidatesIgnored = "spiral: warning: --candidates sets the candidates of the aggregation examples and of the evaluations' aggregation prompts; --aggregate-share 0 draws no such example and --eval-problems 0 runs no evaluation, so it is ignored\n"
+	)
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn string
+	}{
+		{"--eval-problems 0", nil, ""},
+		{"with --eval-every", []string{"--eval-every", "1"}, everyIgnored},
+		{"with --candidates past the positions, no aggregation examples", []string{"--aggregate-share", "0", "--candidates", "4096"}, candidatesIgnored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "sft")
+			args := append([]string{"sft", "--out", out, "--steps", "2", "--batch", "2", "--eval-problems", "0", "--threads", "1", "--quiet"}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+			require.Equal(t, tc.warn, stderr.String())
+			require.NotContains(t, stdout.String(), "acc")
+			b, err := os.ReadFile(filepath.Join(out, rl.SFTLogFile))
+			require.NoError(t, err)
+			lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+			require.Len(t, lines, 2, "%s", b)
+			for i, line := range lines {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(line, &m))
+				require.Equal(t, float64(i+1), m["step"])
+				require.NotContains(t, m, "eval_search_accuracy")
+			}
+			stderr.Reset()
+			require.Zero(t, run(context.Background(), []string{"tensorboard", out}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			files, err := tfevents.Files(filepath.Join(out, rl.TensorBoardDir))
+			require.NoError(t, err)
+			require.Len(t, files, 1)
+		})
+	}
+}

@@ -235,7 +235,8 @@ func TestTrainIgnoredFlags(t *testing.T) {
 // --aggregate-share 0, which draws no aggregation example for it to
 // shape (it was ignored without a word), and of nothing where it applies
 // or is left at its default; --candidates, which the evaluation's
-// aggregation prompts read, is never ignored.
+// aggregation prompts read, is ignored only where --eval-problems 0 runs
+// no evaluation too, and --eval-every where it runs none.
 func TestSFTIgnoredFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -244,6 +245,12 @@ func TestSFTIgnoredFlags(t *testing.T) {
 		{[]string{"--aggregate-share", "0", "--aggregate-read-share", "0.25"}, []string{
 			"--aggregate-read-share is the share of aggregation examples that read their candidates; --aggregate-share 0 draws none, so it is ignored"}},
 		{[]string{"--aggregate-share", "0", "--candidates", "2"}, nil},
+		{[]string{"--aggregate-share", "0", "--candidates", "2", "--eval-problems", "0"}, []string{
+			"--candidates sets the candidates of the aggregation examples and of the evaluations' aggregation prompts; --aggregate-share 0 draws no such example and --eval-problems 0 runs no evaluation, so it is ignored"}},
+		{[]string{"--candidates", "2", "--eval-problems", "0"}, nil},
+		{[]string{"--eval-every", "5", "--eval-problems", "0"}, []string{
+			"--eval-every sets how often the held-out problems are evaluated; --eval-problems 0 evaluates none, so it is ignored"}},
+		{[]string{"--eval-every", "5"}, nil},
 		{[]string{"--aggregate-share", "0.5", "--aggregate-read-share", "0.25"}, nil},
 		{[]string{"--aggregate-read-share", "0.25"}, nil},
 		{nil, nil},

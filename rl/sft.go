@@ -102,7 +102,7 @@ type SFTConfig struct {
 	MaxGradNorm float64 `json:"max_grad_norm"`
 	// EvalEvery evaluates greedy accuracy every N steps and at the end
 	// (0 = only at the end); EvalProblems is the number of held-out
-	// problems evaluated.
+	// problems evaluated (0 = no evaluation at all, EvalEvery unread).
 	EvalEvery    int `json:"-"`
 	EvalProblems int `json:"eval_problems"`
 	// Seed draws the examples and the evaluation.
@@ -143,7 +143,7 @@ func (c SFTConfig) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Mix.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens}, {"--eval-problems", c.EvalProblems},
+	}{{"--steps", c.Steps}, {"--batch", c.Batch}, {"--candidates", c.Mix.Candidates}, {"--micro-batch-tokens", c.MicroBatchTokens},
 		{"--checkpoint-every", c.CheckpointEvery}} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want >= 1", f.name, f.v))
@@ -157,6 +157,9 @@ func (c SFTConfig) Validate() error {
 	}
 	if c.EvalEvery < 0 {
 		errs = append(errs, fmt.Errorf("--eval-every %d: want >= 0 (0 = only at the end)", c.EvalEvery))
+	}
+	if c.EvalProblems < 0 {
+		errs = append(errs, fmt.Errorf("--eval-problems %d: want >= 0 (0 = no evaluation)", c.EvalProblems))
 	}
 	if c.Keep < 0 {
 		errs = append(errs, fmt.Errorf("--keep %d: want >= 0 (0 = keep every checkpoint)", c.Keep))
@@ -299,7 +302,8 @@ type SFTEval struct {
 // RunSFT runs the supervised warm start: cfg.Steps steps of cfg.Batch
 // synthetic examples (data/synth) drawn from a generator seeded with
 // cfg.Seed, one SFTStep each, logging every step and evaluating greedy
-// accuracy on held-out problems every cfg.EvalEvery steps and at the end.
+// accuracy on held-out problems every cfg.EvalEvery steps and at the end
+// (never with cfg.EvalProblems 0).
 // As Run does for train, in the run directory p.Dir (locked by the
 // caller):
 //
@@ -467,7 +471,9 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 		tb.write(acc, sftEvent)
 		return nil
 	}
-	evalDue := func() bool { return cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps }
+	evalDue := func() bool {
+		return cfg.EvalProblems > 0 && (cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 || step == cfg.Steps)
+	}
 
 	if step > cfg.Steps {
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train\n", p.Dir, step, cfg.Steps)
@@ -608,8 +614,12 @@ func resumeSFT(ctx context.Context, cfg SFTConfig, p SFTParts, src *rand.PCG) (i
 // (prev): another --seed draws others (SynthEvalProblems), another
 // --eval-problems another number of them, other --candidates other
 // aggregation prompts; the log's accuracies up to step and after it are
-// then not one curve.
+// then not one curve. Where either evaluates nothing (--eval-problems 0)
+// there is no such pair of curves to warn of.
 func warnOtherSFTEvals(w io.Writer, prev, now SFTConfig, step int) {
+	if prev.EvalProblems == 0 || now.EvalProblems == 0 {
+		return
+	}
 	var what []string
 	if prev.Seed != now.Seed {
 		what = append(what, fmt.Sprintf("--seed %d, not %d", now.Seed, prev.Seed))

@@ -249,6 +249,47 @@ func TestSynthAccuracyContext(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestSFTWithoutEvaluation: EvalProblems 0 runs no evaluation, neither
+// every EvalEvery steps nor at the end (it was refused, "--eval-problems
+// 0: want >= 1", so sft could not turn its evaluations off): the log
+// holds the step lines alone and Out no accuracy. A run interrupted at a
+// step whose evaluation would be due (3), or between checkpoints (5),
+// resumes without evaluating either, and ends with the uninterrupted
+// run's weights and log.
+func TestSFTWithoutEvaluation(t *testing.T) {
+	src := sftModelDir(t)
+	dir := t.TempDir()
+	h := newSFTHarness(t, src, dir)
+	h.cfg.EvalProblems = 0
+	require.NoError(t, h.run(0))
+	require.NotContains(t, h.out.String(), "acc")
+	require.Empty(t, h.warn.String())
+	weights, moments, log := sftFinal(t, dir)
+	require.Len(t, log, h.cfg.Steps)
+	for i, l := range log {
+		require.Equal(t, float64(i+1), l["step"])
+		require.Contains(t, l, "loss", "line %d is a step's", i+1)
+		require.NotContains(t, l, "eval_search_accuracy", "line %d", i+1)
+	}
+	for _, stopAfter := range []int{3, 5} {
+		t.Run(fmt.Sprint("interrupted after step ", stopAfter), func(t *testing.T) {
+			dir := t.TempDir()
+			h := newSFTHarness(t, src, dir)
+			h.cfg.EvalProblems = 0
+			require.ErrorIs(t, h.run(stopAfter), context.Canceled)
+			h = newSFTHarness(t, src, dir)
+			h.cfg.EvalProblems = 0
+			require.NoError(t, h.run(0))
+			require.Contains(t, h.out.String(), "resumed from ")
+			require.NotContains(t, h.out.String(), "acc")
+			w, m, l := sftFinal(t, dir)
+			require.Equal(t, weights, w)
+			require.Equal(t, moments, m)
+			require.Equal(t, log, l)
+		})
+	}
+}
+
 // TestSFTResumePastDamage: a newest checkpoint that is damaged is skipped
 // with train's warning, naming the file and why; the run resumes from the
 // one before it, cuts the log back to that step (the lines of the steps
@@ -407,7 +448,8 @@ func TestSFTResumeOtherSeed(t *testing.T) {
 // others, another --eval-problems another number of them, other
 // --candidates other aggregation prompts) warns that the log's
 // accuracies before and after are not one curve; one that changes
-// another setting does not.
+// another setting, or that evaluates nothing from here on (EvalProblems
+// 0), does not.
 func TestSFTResumeOtherEvaluations(t *testing.T) {
 	src := sftModelDir(t)
 	const curve = "the evaluations from here on are of other problems than the run's: sft.jsonl's accuracies up to step 2 and those after it are not one curve\n"
@@ -419,6 +461,9 @@ func TestSFTResumeOtherEvaluations(t *testing.T) {
 		{"seed", func(h *sftHarness) { h.cfg.Seed = 2 }, "spiral: --override: --seed 2, not 1: " + curve},
 		{"evaluation's problems", func(h *sftHarness) { h.cfg.EvalProblems = 3 }, "spiral: --override: --eval-problems 3, not 2: " + curve},
 		{"both", func(h *sftHarness) { h.cfg.Seed, h.cfg.EvalProblems = 2, 3 }, "spiral: --override: --seed 2, not 1, --eval-problems 3, not 2: " + curve},
+		// No evaluation from here on: no curve after the step to differ.
+		{"no evaluations", func(h *sftHarness) { h.cfg.EvalProblems = 0 }, ""},
+		{"no evaluations, another seed", func(h *sftHarness) { h.cfg.Seed, h.cfg.EvalProblems = 2, 0 }, ""},
 		{"batch", func(h *sftHarness) { h.cfg.Batch = 3 }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
