@@ -33,8 +33,10 @@ type SFTMetrics struct {
 	// Loss is the token-mean cross-entropy (nats) before the update.
 	Loss float64 `json:"loss"`
 	// PGLoss is the policy-gradient loss the graph minimised (-1 for
-	// advantage 1 and ratio 1; its gradient is the cross-entropy's).
-	PGLoss   float64 `json:"pg_loss"`
+	// advantage 1 and ratio 1; its gradient is the cross-entropy's). It
+	// is -1 at every step by construction, so sft.jsonl leaves it out
+	// (older versions logged it).
+	PGLoss   float64 `json:"-"`
 	Entropy  float64 `json:"entropy"`
 	GradNorm float64 `json:"grad_norm"`
 	LR       float64 `json:"lr"`
@@ -286,10 +288,9 @@ func (m SFTMetrics) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Loss     *float64 `json:"loss"`
-		PGLoss   *float64 `json:"pg_loss"`
 		Entropy  *float64 `json:"entropy"`
 		GradNorm *float64 `json:"grad_norm"`
-	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.PGLoss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm)})
+	}{plain(m), finiteOrNil(m.Loss), finiteOrNil(m.Entropy), finiteOrNil(m.GradNorm)})
 }
 
 // SFTEval is one evaluation line of sft.jsonl.

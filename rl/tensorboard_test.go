@@ -960,6 +960,44 @@ func TestExportTensorBoardSFTLog(t *testing.T) {
 	}
 }
 
+// TestSFTLogWithoutPGLoss: an sft.jsonl step line has no pg_loss: the
+// policy-gradient loss that SFTStep's graph minimises is -1 at every step
+// by construction (advantage 1, ratio 1), which every line logged and
+// TensorBoard drew as a flat curve. A log an older spiral wrote, its
+// lines with "pg_loss":-1, still reads, beside this one's lines: a resume
+// reads its resumed step's line, and spiral tensorboard converts its
+// pg_loss as it did, so that the event files an older spiral converted
+// from it are still found converted, not refused as other events.
+func TestSFTLogWithoutPGLoss(t *testing.T) {
+	line, err := json.Marshal(SFTMetrics{Step: 2, Loss: 0.25, PGLoss: -1, Entropy: 0.5, GradNorm: 1, LR: 1e-3, LossTokens: 8, TokensPerSecond: 8, Seconds: 1})
+	require.NoError(t, err)
+	require.NotContains(t, string(line), "pg_loss")
+	require.Contains(t, string(line), `"loss":0.25`)
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, SFTLogFile)
+	older := `{"step":1,"lr":0.001,"loss_tokens":8,"tokens_per_second":8,"seconds":1,"loss":0.5,"pg_loss":-1,"entropy":0.5,"grad_norm":1}`
+	require.NoError(t, os.WriteFile(path, []byte(older+"\n"), 0o644))
+	x, err := PrepareTensorBoard(dir)
+	require.NoError(t, err)
+	require.Len(t, x.events, 1)
+	require.Contains(t, x.events[0].Scalars, tfevents.Scalar{Tag: "pg_loss", Value: -1})
+	require.NoError(t, x.Write())
+
+	require.NoError(t, os.WriteFile(path, []byte(older+"\n"+string(line)+"\n"), 0o644))
+	logged, err := readSFTLog(path, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, logged.steps)
+	require.Equal(t, 0.25, logged.metrics.Loss)
+	x, err = PrepareTensorBoard(dir)
+	require.NoError(t, err, "the older line's events, pg_loss included, are those converted")
+	require.Len(t, x.Beside, 1)
+	require.Equal(t, []int64{2}, x.Lacked)
+	for _, sc := range x.events[0].Scalars {
+		require.NotEqual(t, "pg_loss", sc.Tag)
+	}
+}
+
 // TestSFTOverwriteFreshKeepsFinishedEvents: --fresh in the directory of a
 // finished sft run (spiral sft --overwrite --fresh) moves that run's
 // tensorboard/ aside with the rest, to previous-*/, where TensorBoard
