@@ -44,8 +44,9 @@ type OpenAIConfig struct {
 	Sampling SamplerConfig
 	// Concurrency bounds the requests in flight; default 16.
 	Concurrency int
-	// Retries is how many times a request is retried after a 429, a 5xx
-	// or a connection error (nothing else: another answer would be the
+	// Retries is how many times a request is retried after a 429, a 5xx,
+	// a completion the engine aborted (finish_reason "abort") or a
+	// connection error (nothing else: another answer would be the
 	// same), waiting Backoff, then twice as long each time, or longer
 	// when the answer's Retry-After asks so; defaults 4 and 500 ms. Each
 	// retry is announced on Warn with its reason (see RetryNotice).
@@ -295,18 +296,21 @@ type completionRequest struct {
 }
 
 type completionResponse struct {
-	Choices []struct {
-		// Text is nil when the answer has none (null or missing).
-		Text     *string `json:"text"`
-		TokenIDs []int32 `json:"token_ids"`
-		// PromptTokenIDs is the prompt the engine completed, which vLLM
-		// returns with return_token_ids.
-		PromptTokenIDs []int32 `json:"prompt_token_ids"`
-		FinishReason   string  `json:"finish_reason"`
-		Logprobs       *struct {
-			TokenLogprobs []*float64 `json:"token_logprobs"`
-		} `json:"logprobs"`
-	} `json:"choices"`
+	Choices []completionChoice `json:"choices"`
+}
+
+// completionChoice is a choice of a completionResponse.
+type completionChoice struct {
+	// Text is nil when the answer has none (null or missing).
+	Text     *string `json:"text"`
+	TokenIDs []int32 `json:"token_ids"`
+	// PromptTokenIDs is the prompt the engine completed, which vLLM
+	// returns with return_token_ids.
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
+	FinishReason   string  `json:"finish_reason"`
+	Logprobs       *struct {
+		TokenLogprobs []*float64 `json:"token_logprobs"`
+	} `json:"logprobs"`
 }
 
 // errorMessage is the message of an error answer's JSON body, in the
@@ -356,8 +360,29 @@ type connError struct{ err error }
 func (e *connError) Error() string { return e.err.Error() }
 func (e *connError) Unwrap() error { return e.err }
 
+// abortedError is a completion the engine answered aborted
+// (finish_reason "abort"): vLLM answers it for a request aborted by its
+// client or by a pause for a weight update (pause_generation's default
+// mode), SGLang for one aborted by /abort_request or such a pause, and
+// both hold the requests that arrive during the pause until it ends. A
+// request SGLang aborts for itself (one it refuses, one it has no memory
+// for) is answered a 4xx or 5xx instead. So another attempt of the same
+// request is answered, as after a 5xx.
+type abortedError struct{ url string }
+
+func (e *abortedError) Error() string {
+	return fmt.Sprintf("rollout: engine: %s: the engine aborted the completion (finish_reason \"abort\"), as it does a request aborted from outside it (a pause for a weight update, SGLang's /abort_request)", e.url)
+}
+
+// aborted reports whether the engine aborted a choice of the answer
+// (abortedError).
+func (r *completionResponse) aborted() bool {
+	return slices.ContainsFunc(r.Choices, func(c completionChoice) bool { return c.FinishReason == "abort" })
+}
+
 // retryable reports whether another attempt may succeed where err
-// failed: a 429, a 5xx or a connection error. Anything else (a 4xx, an
+// failed: a 429, a 5xx, a completion the engine aborted (abortedError)
+// or a connection error. Anything else (a 4xx, an
 // answer that is not the expected JSON, a host name that does not
 // resolve, as a mistyped --base-url's, a TLS certificate that does not
 // verify, an http server at an https URL) would fail again.
@@ -365,6 +390,10 @@ func retryable(err error) bool {
 	var se *statusError
 	if errors.As(err, &se) {
 		return se.status == http.StatusTooManyRequests || se.status >= 500
+	}
+	var ae *abortedError
+	if errors.As(err, &ae) {
+		return true
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
@@ -578,7 +607,8 @@ func (o *OpenAI) warnRetry(err error, attempt int, of string, wait time.Duration
 }
 
 // call sends body (nil: none) to url once and decodes the answer into
-// out (nil: the answer is not read).
+// out (nil: the answer is not read); a completion answer with a choice
+// the engine aborted is an abortedError.
 func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -635,6 +665,9 @@ func (o *OpenAI) call(ctx context.Context, method, url string, body []byte, out 
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("rollout: engine: %s: the answer is not the expected JSON: %s (the answer: %s)", url, jsonProblem(err), bodySummary(raw, resp.Header.Get("Content-Type")))
+	}
+	if c, ok := out.(*completionResponse); ok && c.aborted() {
+		return &abortedError{url: url}
 	}
 	return nil
 }

@@ -414,6 +414,38 @@ func TestOpenAIChoiceWithoutCompletion(t *testing.T) {
 	}
 }
 
+// TestOpenAIAbortRetried: a completion the engine aborted (finish_reason
+// "abort", with what it had sampled so far) is no completion: vLLM
+// answers it for a request aborted by its client or by a pause for a
+// weight update (pause_generation's default mode, "abort"), SGLang for
+// one aborted by /abort_request or such a pause, and both hold the
+// requests that come during the pause until it ends, while SGLang
+// answers the aborts it makes for a request it refuses with a 4xx. It
+// was a failed batch at once; it is retried, as a 5xx is, and the
+// retry's completion is the one kept.
+func TestOpenAIAbortRetried(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"ab","token_ids":[0,1],"finish_reason":"abort"}]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"text":"dd","token_ids":[3,3,2],"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	cfg := engineConfig(srv.URL)
+	var warn bytes.Buffer
+	cfg.Warn = &warn
+	eng, err := rollout.NewOpenAI(cfg)
+	require.NoError(t, err)
+	out, _, err := eng.Generate(context.Background(), []rollout.Request{{Prompt: []int32{1}}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int32{3, 3, 2}, out[0].Tokens)
+	require.Equal(t, rollout.FinishStop, out[0].Finish)
+	require.Equal(t, int32(2), calls.Load())
+	require.Equal(t, "spiral: warning: rollout: engine: "+srv.URL+`/v1/completions: the engine aborted the completion (finish_reason "abort"), as it does a request aborted from outside it (a pause for a weight update, SGLang's /abort_request); retry 1 of 4 in 1ms`+"\n", warn.String())
+}
+
 func TestOpenAIErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -465,8 +497,16 @@ func TestOpenAIErrors(t *testing.T) {
 		{name: "no finish reason, at max_tokens", answer: `{"choices":[{"text":"","token_ids":[5,5,5,5,5,5,5,5],"finish_reason":null}]}`, model: "served", calls: 1, finish: rollout.FinishLength},
 		{name: "no finish reason, neither", answer: `{"choices":[{"text":"","token_ids":[5,5,5]}]}`, model: "served", calls: 1,
 			want: "request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered no finish_reason, and its 3 tokens neither end in a stop token nor reach max_tokens 8"},
-		{name: "finish reason abort", answer: `{"choices":[{"text":"","token_ids":[5],"finish_reason":"abort"}]}`, model: "served", calls: 1,
-			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered finish_reason "abort": want stop or length`},
+		// vLLM and SGLang answer "abort" for a request aborted from
+		// outside it (a pause for a weight update, SGLang's
+		// /abort_request): retried as a 5xx is (TestOpenAIAbortRetried);
+		// one aborted every time fails after the retries.
+		{name: "finish reason abort", answer: `{"choices":[{"text":"","token_ids":[5],"finish_reason":"abort"}]}`, model: "served", calls: 3,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions: the engine aborted the completion (finish_reason "abort"), as it does a request aborted from outside it (a pause for a weight update, SGLang's /abort_request) (after 3 attempts)`,
+			warnings: []string{`the engine aborted the completion (finish_reason "abort"), as it does a request aborted from outside it (a pause for a weight update, SGLang's /abort_request); retry 1 of 2 in 1ms`,
+				`(finish_reason "abort"), as it does a request aborted from outside it (a pause for a weight update, SGLang's /abort_request); retry 2 of 2 in 2ms`}},
+		{name: "finish reason unknown", answer: `{"choices":[{"text":"","token_ids":[5],"finish_reason":"content_filter"}]}`, model: "served", calls: 1,
+			want: `request 0: rollout: engine: http://127.0.0.1:PORT/v1/completions answered finish_reason "content_filter": want stop or length`},
 		// vLLM echoes the prompt it completed (return_token_ids): one other
 		// than the prompt sent (a BOS put before it, a truncation) fails.
 		{name: "prompt echoed", answer: `{"choices":[{"text":"","prompt_token_ids":[1],"token_ids":[5,2],"finish_reason":"stop"}]}`, model: "served", calls: 1},
