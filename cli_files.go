@@ -183,8 +183,16 @@ func refuseUnderFile(flag, dir string) error {
 // directory whose permissions refuse the user and a read-only file
 // system. Train checks --sync-dir so, which it first writes in at the
 // first weight sync, after the policy's artifacts are built and the
-// first rollouts sampled.
+// first rollouts sampled. A disk that is full (ENOSPC), or a quota used
+// up (EDQUOT), is an error that says so, not a usage error: the command
+// is not wrong, the disk is.
 func refuseUnwritable(flag, dir string) error {
+	return refuseUnwritableBy(flag, dir, os.CreateTemp)
+}
+
+// refuseUnwritableBy is refuseUnwritable making its file with create
+// (os.CreateTemp; a test's gives the errors of a full disk).
+func refuseUnwritableBy(flag, dir string, create func(dir, pattern string) (*os.File, error)) error {
 	d := dir
 	for {
 		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
@@ -192,13 +200,20 @@ func refuseUnwritable(flag, dir string) error {
 		}
 		d = filepath.Dir(d)
 	}
-	f, err := os.CreateTemp(d, ".spiral-write-check-*")
+	f, err := create(d, ".spiral-write-check-*")
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the temporary name says nothing to the user
 		}
-		return usageError{fmt.Errorf("%s %s: cannot write in %s: %w", flag, dir, d, err)}
+		err = fmt.Errorf("%s %s: cannot write in %s: %w", flag, dir, d, err)
+		switch {
+		case errors.Is(err, syscall.ENOSPC):
+			return fmt.Errorf("%w (the disk is full: free room on it, or give a %s on another)", err, flag)
+		case errors.Is(err, syscall.EDQUOT):
+			return fmt.Errorf("%w (the disk quota is used up: free room in it, or give a %s on another disk)", err, flag)
+		}
+		return usageError{err}
 	}
 	if err := errors.Join(f.Close(), os.Remove(f.Name())); err != nil {
 		return usageError{fmt.Errorf("%s %s: %w", flag, dir, err)}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -427,4 +428,36 @@ func TestSFTRefusesForeignCheckpoints(t *testing.T) {
 	code = run(context.Background(), []string{"sft", "--out", file, "--steps", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 	require.Equal(t, exitUsage, code, stderr.String())
 	require.Equal(t, "spiral sft: --out "+file+": "+filepath.Join(file, "checkpoints")+" is a file, where sft saves its checkpoints: move it away, or give another --out\n", stderr.String())
+}
+
+// TestRefuseUnwritableDiskFull: a --sync-dir in which no file can be
+// made for a full disk (ENOSPC) or a used-up quota (EDQUOT) was a usage
+// error (exit 2), as one the user may not write in is: the command is
+// not wrong, the disk is. They are an error (exit 1) that says the disk
+// is full; permissions and a read-only file system stay usage errors
+// (another directory is the remedy). The errors are injected: no disk is
+// filled.
+func TestRefuseUnwritableDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		errno syscall.Errno
+		usage bool
+		want  string
+	}{
+		{syscall.ENOSPC, false, "--sync-dir " + dir + ": cannot write in " + dir + ": no space left on device (the disk is full: free room on it, or give a --sync-dir on another)"},
+		{syscall.EDQUOT, false, "--sync-dir " + dir + ": cannot write in " + dir + ": disk quota exceeded (the disk quota is used up: free room in it, or give a --sync-dir on another disk)"},
+		{syscall.EACCES, true, "--sync-dir " + dir + ": cannot write in " + dir + ": permission denied"},
+		{syscall.EROFS, true, "--sync-dir " + dir + ": cannot write in " + dir + ": read-only file system"},
+	} {
+		t.Run(tc.errno.Error(), func(t *testing.T) {
+			create := func(d, pattern string) (*os.File, error) {
+				return nil, &fs.PathError{Op: "open", Path: filepath.Join(d, pattern), Err: tc.errno}
+			}
+			err := refuseUnwritableBy("--sync-dir", dir, create)
+			require.EqualError(t, err, tc.want)
+			var ue usageError
+			require.Equal(t, tc.usage, errors.As(err, &ue), "a usage error")
+			require.ErrorIs(t, err, tc.errno)
+		})
+	}
 }

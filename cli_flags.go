@@ -833,7 +833,8 @@ func (f *trainFlags) requests() error {
 // checkInputs refuses the input files given that are not there, cannot
 // be opened or are directories, an --out or --sync-dir that is a file or
 // lies under one, and a --sync-dir that cannot be written in
-// (refuseUnwritable; usage errors naming their flags), before ONNX
+// (refuseUnwritable; errors naming their flags, usage errors but for a
+// full disk), before ONNX
 // Runtime is looked for or the model read, as a missing --model is: a
 // machine without the runtime said only that.
 func (f *trainFlags) checkInputs() error {
