@@ -614,6 +614,7 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	if err != nil {
 		return 0, 0, err
 	}
+	defer eng.CloseIdleConnections() // the check's alone: generator makes the run's engine
 	served, listed, err := eng.CheckModel(ctx)
 	if err != nil {
 		return 0, 0, err

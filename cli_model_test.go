@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -723,4 +724,35 @@ func TestSamplingFromAnOlderCheckpointOfASelection(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral generate: --checkpoint "+other+": checkpoint "+other+` holds 11 of the model's 35 parameters and 1 other tensor ("extra.weight") and records no --train and --freeze selection (an sft checkpoint of a spiral before 2026-12-06?): params: `)
 	require.Contains(t, stderr.String(), `unexpected tensor "extra.weight"`)
 	require.Contains(t, stderr.String(), `missing tensor "model.embed_tokens.weight"`)
+}
+
+// TestCheckEngineClosesItsConnection: checkEngine's client, made for the
+// start-up check alone, kept its connection to the engine open, idle,
+// for the run (until the transport's 90 s idle timeout at best): one
+// connection more held on the server, beside the generator's. It closes
+// it once the check is done.
+func TestCheckEngineClosesItsConnection(t *testing.T) {
+	var open atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":256}]}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_position_embeddings": 512}`), 0o644))
+	s := &modelSession{resolvedModel: resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir}}
+	f := engineFlags{engine: "openai", baseURL: srv.URL + "/v1", model: "m", timeout: 5 * time.Second}
+	served, _, err := s.checkEngine(context.Background(), f, "", io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 256, served, "the check was made")
+	require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"%d connections left open after the check", open.Load())
 }

@@ -267,6 +267,11 @@ func (o *OpenAI) SetModel(name string) {
 // BaseURL returns the API root.
 func (o *OpenAI) BaseURL() string { return o.cfg.BaseURL }
 
+// CloseIdleConnections closes the client's connections to the server
+// that no request is using: those an engine made for a check alone
+// (CheckModel) would otherwise stay open, idle, beside the generator's.
+func (o *OpenAI) CloseIdleConnections() { o.cfg.Client.CloseIdleConnections() }
+
 // completionRequest is the body of POST /completions, with the vLLM and
 // SGLang extensions spiral needs (top_k, min_p, repetition_penalty,
 // stop_token_ids, return_token_ids, skip_special_tokens); servers ignore
