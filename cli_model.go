@@ -594,11 +594,13 @@ func (s *modelSession) stopIDs(warn io.Writer) ([]int32, error) {
 // reachable is said at once. It returns the context the engine serves
 // the model with where that is below config.json's (vLLM's or
 // SGLang's --max-model-len, --context-length; on SGLang one position
-// less, as it refuses a request whose prompt and max_tokens reach it),
+// less, as it refuses a request whose prompt and max_tokens reach it,
+// config.json's too on an older SGLang that lists no max_model_len and
+// was given no --context-length),
 // noted on warn, for samplerConfig; 0 otherwise: the engine refuses a
 // request whose prompt and max_tokens pass it. sglangListed is the
-// max_model_len an SGLang lists where served is that less one (0
-// otherwise): versions of spiral before 2026-12-07 fitted to the listed
+// context an SGLang reports (its max_model_len) where served is that
+// less one (0 otherwise): versions of spiral before 2026-12-07 fitted to the listed
 // one, and a run or evaluation they saved records a prompt limit (or
 // default trace length) one more, which its resume's refusal explains.
 // syncDir is train's --sync-dir with --engine-sync sglang ("" otherwise:
@@ -607,9 +609,14 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	if f.engine == "local" {
 		return 0, 0, nil
 	}
+	hf, err := s.hfConfig()
+	if err != nil {
+		return 0, 0, err
+	}
+	model := hf.MaxPositionEmbeddings
 	// The check asks for no completion: no sampling setting is sent.
 	cfg := f.config(rollout.SamplerConfig{MaxNewTokens: 1}, warn)
-	cfg.SyncDir = syncDir
+	cfg.SyncDir, cfg.ModelContext = syncDir, model
 	eng, err := rollout.NewOpenAI(cfg)
 	if err != nil {
 		return 0, 0, err
@@ -619,11 +626,6 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	if err != nil {
 		return 0, 0, err
 	}
-	hf, err := s.hfConfig()
-	if err != nil {
-		return 0, 0, err
-	}
-	model := hf.MaxPositionEmbeddings
 	if served <= 0 || model > 0 && served >= model {
 		return 0, 0, nil
 	}
@@ -634,7 +636,7 @@ func (s *modelSession) checkEngine(ctx context.Context, f engineFlags, syncDir s
 	why := "max_model_len"
 	if served != listed {
 		sglangListed = listed
-		why = fmt.Sprintf("its max_model_len %d less one: SGLang refuses a request whose prompt and max_tokens reach it", listed)
+		why = fmt.Sprintf("its context %d less one: SGLang refuses a request whose prompt and max_tokens reach it", listed)
 	}
 	fmt.Fprintf(warn, "spiral: note: %s serves %s with a context of %d positions (%s), %s: prompts and traces are fitted to it\n", f.baseURL, f.model, served, why, below)
 	return served, sglangListed, nil

@@ -756,3 +756,35 @@ func TestCheckEngineClosesItsConnection(t *testing.T) {
 	require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
 		"%d connections left open after the check", open.Load())
 }
+
+// TestCheckEngineOlderSGLang: an SGLang that lists no max_model_len and
+// was given no --context-length serves config.json's context, and
+// refuses a request whose prompt and max_tokens fill it: checkEngine
+// fits requests to one position less, with a note, where it fitted them
+// to config.json's whole context (rollout's TestOpenAIOlderSGLangContext
+// has the server's other answers).
+func TestCheckEngineOlderSGLang(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","owned_by":"sglang","root":"m","max_model_len":null}]}`))
+		case "/get_server_info":
+			_, _ = w.Write([]byte(`{"model_path":"m","context_length":null,"max_total_num_tokens":90000}`))
+		default:
+			http.Error(w, `{"detail":"Not Found"}`, http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_position_embeddings": 512}`), 0o644))
+	s := &modelSession{resolvedModel: resolvedModel{onnx: filepath.Join(dir, "model.onnx"), dir: dir}}
+	f := engineFlags{engine: "openai", baseURL: srv.URL + "/v1", model: "m", timeout: 5 * time.Second}
+	var warn bytes.Buffer
+	served, sglangListed, err := s.checkEngine(context.Background(), f, "", &warn)
+	require.NoError(t, err)
+	require.Equal(t, 511, served)
+	require.Equal(t, 512, sglangListed)
+	require.Equal(t, fmt.Sprintf("spiral: note: %[1]s/v1/models lists no max_model_len for \"m\" (an older SGLang): its context is 512, the model's (%[1]s/get_server_info says no --context-length)\n"+
+		"spiral: note: %[1]s/v1 serves m with a context of 511 positions (its context 512 less one: SGLang refuses a request whose prompt and max_tokens reach it), below the 512 of %[2]s (config.json max_position_embeddings): prompts and traces are fitted to it\n",
+		srv.URL, filepath.Join(dir, "model.onnx")), warn.String())
+}

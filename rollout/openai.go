@@ -75,6 +75,11 @@ type OpenAIConfig struct {
 	// taken by CheckModel as serving Model, with a note on Warn, for a
 	// run that loads its own weights before its first request.
 	SyncDir string
+	// ModelContext, when > 0, is the context the model states
+	// (config.json's max_position_embeddings): what an SGLang that lists
+	// no max_model_len serves without a --context-length (see
+	// CheckModel).
+	ModelContext int
 	// Tokenize turns a completion's text into ids when the server sends
 	// none; nil makes such a server an error.
 	Tokenize func(text string) ([]int32, error)
@@ -783,9 +788,11 @@ func errorAnswer(raw []byte, success bool) (string, bool) {
 // as llama.cpp's, whose meta.n_ctx_train is the model's). usable is
 // listed, but one less on SGLang (owned_by "sglang"), which refuses a
 // request that reaches its context where vLLM refuses one that passes
-// it. It is the first request, made as the engine and spiral are
-// often started together: a server that cannot be reached (or answers a
-// 429 or 5xx) is retried until Timeout, while it loads its model.
+// it. An SGLang that lists no max_model_len (an older one) is asked for
+// its context (sglangContext), noted on Warn. It is the first request,
+// made as the engine and spiral are often started together: a server
+// that cannot be reached (or answers a 429 or 5xx) is retried until
+// Timeout, while it loads its model.
 func (o *OpenAI) CheckModel(ctx context.Context) (usable, listed int, err error) {
 	// A server that does not answer is announced, instead of waiting
 	// silently up to Timeout.
@@ -809,7 +816,7 @@ func (o *OpenAI) CheckModel(ctx context.Context) (usable, listed int, err error)
 	ids := make([]string, len(models))
 	for i, m := range models {
 		if m.ID == o.cfg.Model {
-			return m.usableContext(), m.MaxModelLen, nil
+			return o.servedContext(ctx, m)
 		}
 		ids[i] = m.ID
 	}
@@ -821,7 +828,7 @@ func (o *OpenAI) CheckModel(ctx context.Context) (usable, listed int, err error)
 		for _, m := range models {
 			if filepath.Dir(m.ID) == dir && isVersionName(filepath.Base(m.ID)) {
 				o.warnf("spiral: note: %s serves %s, a version synced into --sync-dir (SGLang names its model after the weights it loaded last), not %q: this run loads its own first\n", o.cfg.BaseURL, m.ID, o.cfg.Model)
-				return m.usableContext(), m.MaxModelLen, nil
+				return o.servedContext(ctx, m)
 			}
 		}
 	}
@@ -839,6 +846,60 @@ type servedModel struct {
 	MaxModelLen int `json:"max_model_len"`
 	// OwnedBy names the server ("vllm", "sglang", "llamacpp").
 	OwnedBy string `json:"owned_by"`
+}
+
+// servedContext returns CheckModel's usable and listed contexts of m, a
+// model the server lists: its max_model_len, or on an SGLang that lists
+// none (before it did: its /v1/models of late 2024 named the model
+// alone) the context it reports (sglangContext).
+func (o *OpenAI) servedContext(ctx context.Context, m servedModel) (usable, listed int, err error) {
+	if m.OwnedBy != "sglang" || m.MaxModelLen > 0 {
+		return m.usableContext(), m.MaxModelLen, nil
+	}
+	none := fmt.Sprintf("%s/models lists no max_model_len for %q (an older SGLang)", o.cfg.BaseURL, m.ID)
+	n, from, err := o.sglangContext(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rollout: engine: %s, and its context could not be read: %w", none, err)
+	}
+	if n > 0 {
+		o.warnf("spiral: note: %s: its context is %d, %s\n", none, n, from)
+		m.MaxModelLen = n
+	}
+	return m.usableContext(), m.MaxModelLen, nil
+}
+
+// sglangContext asks an SGLang that lists no max_model_len for the
+// context it serves: the context_length of /get_server_info (or, before
+// it, /get_server_args), its --context-length, or where that is null,
+// the model's own (ModelContext, 0 when not known), which SGLang serves
+// without one, as it is taken to be where neither endpoint is there.
+// from says which, for a note.
+func (o *OpenAI) sglangContext(ctx context.Context) (n int, from string, err error) {
+	root := strings.TrimSuffix(o.cfg.BaseURL, "/v1")
+	var args struct {
+		ContextLength *int `json:"context_length"`
+	}
+	notFound := func(err error) bool {
+		var se *statusError
+		return errors.As(err, &se) && se.status == http.StatusNotFound
+	}
+	url := root + "/get_server_info"
+	err = o.request(ctx, http.MethodGet, url, nil, &args)
+	if notFound(err) {
+		url = root + "/get_server_args"
+		err = o.request(ctx, http.MethodGet, url, nil, &args)
+	}
+	switch {
+	case notFound(err):
+		// Not an SGLang's own server (a proxy in front of one?): its
+		// context is taken to be the model's, as without --context-length.
+		return o.cfg.ModelContext, fmt.Sprintf("taken to be the model's (neither %s/get_server_info nor /get_server_args answers)", root), nil
+	case err != nil:
+		return 0, "", err
+	case args.ContextLength != nil && *args.ContextLength > 0:
+		return *args.ContextLength, fmt.Sprintf("the context_length of %s (--context-length)", url), nil
+	}
+	return o.cfg.ModelContext, fmt.Sprintf("the model's (%s says no --context-length)", url), nil
 }
 
 // usableContext is the positions a request's prompt and max_tokens may

@@ -1403,3 +1403,84 @@ func TestOpenAICheckModelSyncedVersion(t *testing.T) {
 		require.Equal(t, strings.ReplaceAll(tc.note, "URL", srv.URL), warn.String(), tc.id)
 	}
 }
+
+// TestOpenAIOlderSGLangContext: an SGLang that lists no max_model_len
+// (its /v1/models of late 2024 named the model alone) was taken to serve
+// config.json's context, to the last position, so that a prompt and
+// max_tokens filling it exactly failed the batch with a 400 (SGLang
+// refuses prompt + max_new_tokens >= its context_len). Its context is
+// its --context-length, which /get_server_info, or /get_server_args
+// before it, reports as context_length (null when not given: the
+// model's own, ModelContext); on SGLang one less is usable.
+func TestOpenAIOlderSGLangContext(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		card             string // the model's card in /v1/models
+		info, args       string // /get_server_info's and /get_server_args's answers ("": 404)
+		modelContext     int
+		usable, listed   int
+		asked            []string // the server-info paths asked, in order
+		wantErr, warning string
+	}{
+		{name: "--context-length in /get_server_info", card: `{"id":"served","owned_by":"sglang","max_model_len":null}`,
+			info: `{"context_length":2048,"max_total_num_tokens":90000,"version":"0.4.0"}`, modelContext: 4096, usable: 2047, listed: 2048, asked: []string{"/get_server_info"},
+			warning: "spiral: note: http://HOST/v1/models lists no max_model_len for \"served\" (an older SGLang): its context is 2048, the context_length of http://HOST/get_server_info (--context-length)\n"},
+		{name: "no --context-length: the model's", card: `{"id":"served","owned_by":"sglang"}`,
+			info: `{"context_length":null}`, modelContext: 4096, usable: 4095, listed: 4096, asked: []string{"/get_server_info"},
+			warning: "spiral: note: http://HOST/v1/models lists no max_model_len for \"served\" (an older SGLang): its context is 4096, the model's (http://HOST/get_server_info says no --context-length)\n"},
+		{name: "before /get_server_info", card: `{"id":"served","owned_by":"sglang"}`,
+			args: `{"model_path":"m","context_length":1024}`, modelContext: 4096, usable: 1023, listed: 1024, asked: []string{"/get_server_info", "/get_server_args"},
+			warning: "spiral: note: http://HOST/v1/models lists no max_model_len for \"served\" (an older SGLang): its context is 1024, the context_length of http://HOST/get_server_args (--context-length)\n"},
+		{name: "neither endpoint", card: `{"id":"served","owned_by":"sglang"}`, modelContext: 4096, usable: 4095, listed: 4096, asked: []string{"/get_server_info", "/get_server_args"},
+			warning: "spiral: note: http://HOST/v1/models lists no max_model_len for \"served\" (an older SGLang): its context is 4096, taken to be the model's (neither http://HOST/get_server_info nor /get_server_args answers)\n"},
+		{name: "server info fails", card: `{"id":"served","owned_by":"sglang"}`, info: `{"context_length":"long"}`, modelContext: 4096, asked: []string{"/get_server_info"},
+			wantErr: "rollout: engine: http://HOST/v1/models lists no max_model_len for \"served\" (an older SGLang), and its context could not be read: rollout: engine: http://HOST/get_server_info: the answer is not the expected JSON: context_length is string, want an integer"},
+		{name: "the model's context not known", card: `{"id":"served","owned_by":"sglang"}`, info: `{"context_length":null}`, asked: []string{"/get_server_info"}},
+		{name: "listed: not asked", card: `{"id":"served","owned_by":"sglang","max_model_len":4096}`, info: `{"context_length":2048}`, modelContext: 4096, usable: 4095, listed: 4096},
+		{name: "vLLM: not asked", card: `{"id":"served","owned_by":"vllm"}`, info: `{"context_length":2048}`, modelContext: 4096},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var asked []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := ""
+				switch r.URL.Path {
+				case "/v1/models":
+					body = `{"object":"list","data":[` + tc.card + `]}`
+				case "/get_server_info":
+					body = tc.info
+				case "/get_server_args":
+					body = tc.args
+				}
+				if r.URL.Path != "/v1/models" {
+					mu.Lock()
+					asked = append(asked, r.URL.Path)
+					mu.Unlock()
+				}
+				if body == "" {
+					http.Error(w, `{"detail":"Not Found"}`, http.StatusNotFound)
+					return
+				}
+				_, _ = w.Write([]byte(body))
+			}))
+			defer srv.Close()
+			cfg := engineConfig(srv.URL)
+			var warn bytes.Buffer
+			cfg.ModelContext, cfg.Warn = tc.modelContext, &warn
+			eng, err := rollout.NewOpenAI(cfg)
+			require.NoError(t, err)
+			usable, listed, err := eng.CheckModel(context.Background())
+			host := strings.TrimPrefix(srv.URL, "http://")
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				require.Contains(t, strings.ReplaceAll(err.Error(), host, "HOST"), tc.wantErr)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tc.listed, listed)
+				require.Equal(t, tc.usable, usable)
+			}
+			require.Equal(t, tc.asked, asked)
+			require.Equal(t, tc.warning, strings.ReplaceAll(warn.String(), host, "HOST"))
+		})
+	}
+}

@@ -612,7 +612,7 @@ func TestServedContextSGLang(t *testing.T) {
 	r := spiral(t, nil, "eval", "--model", m, "--data", data, "--samples", "1", "--quiet", "--out", filepath.Join(dir, "eval"), "--max-new-tokens", "507",
 		"--engine", "openai", "--base-url", hs.URL+"/v1", "--served-model", "m")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, fmt.Sprintf("spiral: note: %s/v1 serves m with a context of %d positions (its max_model_len %d less one: SGLang refuses a request whose prompt and max_tokens reach it), below the %d of %s (config.json max_position_embeddings): prompts and traces are fitted to it\n",
+	require.Contains(t, r.stderr, fmt.Sprintf("spiral: note: %s/v1 serves m with a context of %d positions (its context %d less one: SGLang refuses a request whose prompt and max_tokens reach it), below the %d of %s (config.json max_position_embeddings): prompts and traces are fitted to it\n",
 		hs.URL, served-1, served, 4096, m))
 	require.Contains(t, r.stderr, "skipped "+data+":1: search prompt of 93 tokens + 507 new tokens need 600 positions; the model has 599")
 	require.Positive(t, longest.Load())
