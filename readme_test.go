@@ -4,12 +4,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spiral-rl/spiral/rl"
 )
 
 // readmeTable returns the rows of the README table that follows the
@@ -105,6 +108,59 @@ func TestREADMEFlagTables(t *testing.T) {
 		cmd, _, _ := strings.Cut(strings.Trim(row[0], "`"), " ")
 		require.True(t, names[cmd], "README's command table lists %q, which is no command", row[0])
 	}
+}
+
+// TestREADMELogFields: every field a run's logs write (metrics.jsonl,
+// eval.jsonl and sft.jsonl, nested ones too) is named in README, in
+// backquotes, so that a field added to a log is documented with it.
+func TestREADMELogFields(t *testing.T) {
+	body, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	named := map[string]bool{}
+	word := regexp.MustCompile(`[a-z0-9_]+`)
+	for _, span := range regexp.MustCompile("`[^`]*`").FindAllString(string(body), -1) {
+		for _, w := range word.FindAllString(span, -1) {
+			named[w] = true
+		}
+	}
+	for _, log := range []struct {
+		file string
+		line any
+	}{
+		{"metrics.jsonl", rl.Metrics{}},
+		{"eval.jsonl", rl.EvalLine{}},
+		{"sft.jsonl", rl.SFTMetrics{}},
+		{"sft.jsonl", rl.SFTEval{}},
+	} {
+		for _, field := range jsonFields(reflect.TypeOf(log.line)) {
+			require.True(t, named[field], "README names no field %s of %s (%T)", field, log.file, log.line)
+		}
+	}
+}
+
+// jsonFields returns the JSON names of the exported fields of struct
+// type t, and those of the structs they hold (directly, by pointer or in
+// a slice).
+func jsonFields(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			names = append(names, jsonFields(ft)...)
+		}
+	}
+	return names
 }
 
 // TestFuzzTargetsListed: the Makefile's FUZZ_TARGETS, which make fuzz
