@@ -1260,7 +1260,7 @@ func (f *generateFlags) register(fs *pflag.FlagSet) {
 	fs.Lookup("model").Usage += engineModelUsage
 	f.sf.register(fs)
 	// generate reads no problems: a given model's default is modelMaxNewTokens.
-	fs.Lookup("max-new-tokens").Usage = fmt.Sprintf("tokens per completion (0 = %d for the embedded model, %d for a given model, at most half its context)", embeddedMaxNewTokens, modelMaxNewTokens)
+	fs.Lookup("max-new-tokens").Usage = fmt.Sprintf("tokens per completion (0 = %d for the embedded model, %d for a given model, at most half its context, or of a serving engine's where smaller)", embeddedMaxNewTokens, modelMaxNewTokens)
 	fs.IntVar(&f.n, "n", 1, "completions per prompt")
 	fs.BoolVar(&f.raw, "raw", false, "send the prompt as is (default: one user turn of the chat template)")
 	fs.BoolVar(&f.jsonl, "jsonl", false, "print one JSON object a completion (prompt and sample index, the text as generated, its token ids, why it stopped and the log-probabilities) instead of the text")

@@ -3553,6 +3553,26 @@ func TestEngineTimeoutHelp(t *testing.T) {
 		fs.Lookup("engine-timeout").Usage)
 }
 
+// TestMaxNewTokensHelpNamesServingEngine: every command that samples on
+// a serving engine (--engine) and defaults --max-new-tokens to half the
+// model's context says in its help that the context is the engine's where
+// that is smaller, as it takes it (samplerConfig): generate's help left
+// the engine out.
+func TestMaxNewTokensHelpNamesServingEngine(t *testing.T) {
+	checked := 0
+	for _, c := range commands() {
+		fs := pflag.NewFlagSet("spiral "+c.name, pflag.ContinueOnError)
+		c.setup(fs)
+		mnt := fs.Lookup("max-new-tokens")
+		if mnt == nil || fs.Lookup("engine") == nil {
+			continue
+		}
+		checked++
+		require.Contains(t, mnt.Usage, "at most half its context, or of a serving engine's where smaller", "spiral %s --max-new-tokens", c.name)
+	}
+	require.Equal(t, 3, checked, "train, eval and generate take --engine and --max-new-tokens")
+}
+
 // TestNoDoubledCommandPrefix: an error of a package or of code named as
 // the command it runs in is printed with the command's name once; spiral
 // data's said "spiral data: data: F: ..." and compare's "spiral compare:
