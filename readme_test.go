@@ -112,9 +112,10 @@ func TestREADMEFlagTables(t *testing.T) {
 }
 
 // TestREADMELogFields: every field a run's logs write (metrics.jsonl,
-// eval.jsonl and sft.jsonl) and eval's reports write (passk.json,
-// rsa.json, sequential.json), nested ones too, is named in README, in
-// backquotes, so that a field added to one is documented with it.
+// eval.jsonl and sft.jsonl), eval's reports write (passk.json, rsa.json,
+// sequential.json) and bench and generate --jsonl print, nested ones
+// too, is named in README, in backquotes, so that a field added to one
+// is documented with it.
 func TestREADMELogFields(t *testing.T) {
 	body, err := os.ReadFile("README.md")
 	require.NoError(t, err)
@@ -138,6 +139,9 @@ func TestREADMELogFields(t *testing.T) {
 		{"passk.json", report.PassAtK{}},
 		{"rsa.json", report.RSA{}},
 		{"sequential.json", report.Budget{}},
+		{"bench train's lines", benchTrainLine{}},
+		{"bench generate's lines", benchGenerateLine{}},
+		{"generate --jsonl's lines", generatedLine{}},
 	} {
 		for _, field := range jsonFields(reflect.TypeOf(log.line), unwritten) {
 			require.True(t, named[field], "README names no field %s of %s (%T)", field, log.file, log.line)
@@ -146,12 +150,18 @@ func TestREADMELogFields(t *testing.T) {
 }
 
 // jsonFields returns the JSON names of the exported fields of struct
-// type t, and those of the structs they hold (directly, by pointer or in
-// a slice), but for the fields skip names (as "Type.Field").
+// type t, those of an untagged embedded struct (which encoding/json
+// writes as t's own), and those of the structs they hold (directly, by
+// pointer or in a slice), but for the fields skip names (as
+// "Type.Field").
 func jsonFields(t reflect.Type, skip map[string]bool) []string {
 	var names []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			names = append(names, jsonFields(f.Type, skip)...)
+			continue
+		}
 		if !f.IsExported() || name == "-" || skip[t.Name()+"."+f.Name] {
 			continue
 		}
