@@ -113,9 +113,9 @@ func TestREADMEFlagTables(t *testing.T) {
 
 // TestREADMELogFields: every field a run's logs write (metrics.jsonl,
 // eval.jsonl and sft.jsonl), eval's reports write (passk.json, rsa.json,
-// sequential.json) and bench and generate --jsonl print, nested ones
-// too, is named in README, in backquotes, so that a field added to one
-// is documented with it.
+// sequential.json) and bench, generate --jsonl and plan --json print,
+// nested ones too, is named in README, in backquotes, so that a field
+// added to one is documented with it.
 func TestREADMELogFields(t *testing.T) {
 	body, err := os.ReadFile("README.md")
 	require.NoError(t, err)
@@ -142,6 +142,7 @@ func TestREADMELogFields(t *testing.T) {
 		{"bench train's lines", benchTrainLine{}},
 		{"bench generate's lines", benchGenerateLine{}},
 		{"generate --jsonl's lines", generatedLine{}},
+		{"plan --json", planReport{}},
 	} {
 		for _, field := range jsonFields(reflect.TypeOf(log.line), unwritten) {
 			require.True(t, named[field], "README names no field %s of %s (%T)", field, log.file, log.line)
