@@ -316,7 +316,8 @@ func TestTrainSFTRefuseOutInCheckpoints(t *testing.T) {
 // removed it with the checkpoint, its --fresh moved it into previous-*;
 // train, sft, eval and export refused such an --out. Every command that
 // writes an --out now refuses it alike, before anything is written
-// (exit 2).
+// (exit 2). plot's --out of a directory, refused with a file in it to
+// give instead, suggested one in the checkpoints: it is refused as them.
 func TestOutInCheckpointsRefused(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -343,6 +344,10 @@ func TestOutInCheckpointsRefused(t *testing.T) {
 		{[]string{"compare", "--out", ckpt, rep, rep2}, "spiral compare: --out " + ckpt + " is a checkpoint directory (it holds state.json): its run's --keep removes the directory, the plots and summary.md with it; give another --out\n"},
 		{[]string{"plot", "--out", filepath.Join(ckpt, "p.svg"), rep}, lies("plot", filepath.Join(ckpt, "p.svg"), "the plot")},
 		{[]string{"plot", "--out", filepath.Join(ckpts, "p.svg"), rep}, in("plot", filepath.Join(ckpts, "p.svg"), "the plot", "p.svg")},
+		// A directory: refused as the checkpoints it is, not with a file
+		// in it to try next, which would be refused in turn.
+		{[]string{"plot", "--out", ckpts, rep}, "spiral plot: --out " + ckpts + " is " + ckpts + ", the directory of a training run's checkpoints: the run's --fresh moves it aside into previous-*, the plot with it, and its --keep removes what there is named as a checkpoint (ckpt-NNNNNN); give an --out outside it, such as --out " + filepath.Join(root, "run", "compare.png") + "\n"},
+		{[]string{"plot", "--out", ckpt, rep}, "spiral plot: --out " + ckpt + " is a checkpoint directory (it holds state.json): its run's --keep removes the directory, the plot with it; give another --out\n"},
 		{[]string{"init-model", "--layers", "1", "--out", filepath.Join(ckpt, "tiny")}, lies("init-model", filepath.Join(ckpt, "tiny"), "the model")},
 		{[]string{"init-model", "--layers", "1", "--out", filepath.Join(ckpts, "tiny")}, in("init-model", filepath.Join(ckpts, "tiny"), "the model", "model")},
 		{[]string{"artifacts", "--out", filepath.Join(ckpt, "artifacts")}, lies("artifacts", filepath.Join(ckpt, "artifacts"), "the graphs")},

@@ -37,6 +37,11 @@ func setupPlot(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) error
 			return usageError{fmt.Errorf("--width %d --height %d: want %d..%d pixels each", *width, *height, minPlotSide, maxPlotSide)}
 		}
 		if st, err := os.Stat(*out); err == nil && st.IsDir() {
+			// A run's checkpoints/ (or one of them): refused as such,
+			// where the file suggested within it would be refused next.
+			if err := refuseHousekeptOut(*out, "the plot", "compare.png"); err != nil {
+				return err
+			}
 			return usageError{fmt.Errorf("--out %s is a directory: want the file to write, such as %s", *out, filepath.Join(*out, "compare.png"))}
 		}
 		if err := report.CheckPlotPath(*out); err != nil {
