@@ -550,7 +550,7 @@ func (s *modelSession) samplerConfig(f samplingFlags, onEmbeddedTask bool, serve
 	c.ContextLength = hf.MaxPositionEmbeddings
 	positions := fmt.Sprintf("of %s (config.json max_position_embeddings)", s.path())
 	if served > 0 {
-		c.ContextLength, positions = served, "the serving engine serves the model with (max_model_len, less one on SGLang)"
+		c.ContextLength, positions = served, "the serving engine serves the model with (its max_model_len or context_length, less one on SGLang)"
 	}
 	if c.MaxNewTokens == 0 {
 		c.MaxNewTokens = traceLength(s.embedded || onEmbeddedTask, c.ContextLength)

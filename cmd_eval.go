@@ -947,7 +947,7 @@ const sglangEvalNote = sglangLess + ", and no flags resume what a spiral before 
 
 // sglangLess says that SGLang's context is one position less than the
 // max_model_len a version before 2026-12-07 fitted to.
-const sglangLess = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it"
+const sglangLess = "SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it"
 
 // unreadSaved is the refusal of a saved evaluation that did not read
 // (err), which holds what: one with a field this spiral does not know

@@ -104,7 +104,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	}
 	positions := "config.json max_position_embeddings"
 	if served > 0 {
-		positions = "as the serving engine serves it, max_model_len, less one on SGLang"
+		positions = "as the serving engine serves it, its max_model_len or context_length, less one on SGLang"
 	}
 	if cfg.Temperature == 0 && f.n > 1 { // as eval notes of its samples
 		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d completions of a prompt are all the same\n", f.n)

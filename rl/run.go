@@ -1198,7 +1198,7 @@ func settingsDiff(a, b RunSettings) []string {
 // on an SGLang recorded a prompt limit, or a default trace length, one
 // more than now: SGLang's context, which it fitted to, is one position
 // less since (rollout.OpenAI.CheckModel).
-const sglangNote = "SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues"
+const sglangNote = "SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues"
 
 // servedSettingsDiff is settingsDiff, b's model served by an SGLang
 // that lists the context sglangListed (RunParts.SGLangListed; 0: none):

@@ -2905,13 +2905,13 @@ func TestCheckSettingsBeforeEngine(t *testing.T) {
 		// A run a version before 2026-12-07 started on an SGLang fitted
 		// to its max_model_len, now to one less: said why.
 		{"an SGLang's context, one position less since", func(h *runHarness) { h.parts.Settings.RL.Pipeline.PromptLimit, h.parts.SGLangListed = 99, 150 }, false, "",
-			dir + " holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): 100 -> 99; rerun with --override"},
+			dir + " holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): 100 -> 99; rerun with --override"},
 		{"an SGLang's shorter context", func(h *runHarness) { h.parts.Settings.RL.Pipeline.PromptLimit, h.parts.SGLangListed = 80, 130 }, false, "",
 			"rl.pipeline.prompt_limit (the model's context less --max-new-tokens): 100 -> 80"},
 		{"the default trace length of an SGLang's context, one position less since", func(h *runHarness) {
 			h.parts.Settings.Sampling["max_new_tokens"], h.parts.SGLangListed = 49, 100
 		}, true, "",
-			"sampling.max_new_tokens (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): 50 -> 49"},
+			"sampling.max_new_tokens (--max-new-tokens, by default half the context; SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): 50 -> 49"},
 		{"another --max-new-tokens on an SGLang", func(h *runHarness) { h.parts.Settings.Sampling["max_new_tokens"], h.parts.SGLangListed = 49, 150 }, false,
 			"sampling.max_new_tokens (--max-new-tokens): 50 -> 49", ""},
 		{"a held-out problem too long for it", func(h *runHarness) { h.parts.Held = h.parts.Held[:1] }, false, "", "held_out.problems (--eval-problems): 2 -> 1"},

@@ -640,9 +640,9 @@ func TestEvalRSAResumeOnSGLang(t *testing.T) {
 		flags []string
 		want  string // the refusal's line, after "of"
 	}{
-		{"--max-new-tokens", []string{"--max-new-tokens", fmt.Sprint(maxNew)}, fmt.Sprintf(" of aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it: give --fresh to discard them and start over, or another --out\n",
+		{"--max-new-tokens", []string{"--max-new-tokens", fmt.Sprint(maxNew)}, fmt.Sprintf(" of aggregation prompts of up to %d tokens (the model's context less --max-new-tokens), not %d: SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it: give --fresh to discard them and start over, or another --out\n",
 			served-maxNew, served-1-maxNew)},
-		{"the default trace length", nil, fmt.Sprintf(" of max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it): give --fresh to discard them and start over, or another --out\n",
+		{"the default trace length", nil, fmt.Sprintf(" of max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it, and no flags resume what a spiral before then saved on it): give --fresh to discard them and start over, or another --out\n",
 			served/2, (served-1)/2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -706,7 +706,7 @@ func TestEvalPassKResumeOnSGLang(t *testing.T) {
 	r = spiral(t, nil, args...)
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, fmt.Sprintf("%s holds ", saved))
-	require.Contains(t, r.stderr, fmt.Sprintf("max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --max-new-tokens %d resumes)): rerun with those to resume it, or give --fresh",
+	require.Contains(t, r.stderr, fmt.Sprintf("max_new_tokens %d, not %d (--max-new-tokens, by default half the context; SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it: --max-new-tokens %d resumes)): rerun with those to resume it, or give --fresh",
 		served/2, (served-1)/2, served/2))
 	finish.Store(true)
 	r = spiral(t, nil, append(args, "--max-new-tokens", fmt.Sprint(served/2))...)
@@ -804,7 +804,7 @@ func TestTrainResumeOnSGLang(t *testing.T) {
 	owner.Store("sglang")
 	r = spiral(t, nil, args("2")...)
 	require.Equal(t, 2, r.code, r.stderr)
-	require.Contains(t, r.stderr, fmt.Sprintf("%s holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is one position less than its max_model_len since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): %d -> %d; rerun with --override",
+	require.Contains(t, r.stderr, fmt.Sprintf("%s holds a run with other settings: rl.pipeline.prompt_limit (the model's context less --max-new-tokens; SGLang's context is taken one position shorter than it serves since spiral of 2026-12-07, as SGLang refuses a request that fills it: --override continues): %d -> %d; rerun with --override",
 		run, served-maxNew, served-1-maxNew))
 }
 
