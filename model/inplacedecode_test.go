@@ -292,12 +292,15 @@ func TestDecodeGraphFollowsConfig(t *testing.T) {
 	require.NotEmpty(t, a.DecodePath())
 }
 
-// TestPolicyGraphsReadUnderLock: a policy's sampling, decode and
-// full-sequence graphs are the ones read while it held the artifacts'
-// lock, though another process rebuilds the directory for another model
-// before they are first used (its sessions open then): the calls run on
-// this model's graphs, not the other's ("Invalid input name" when the
-// layers differ, which TestConcurrentEvalsOfTwoModels met 4 times in 12).
+// TestPolicyGraphsReadUnderLock: a policy's sampling and decode graphs
+// are the ones read while it held the artifacts' lock, though another
+// process rebuilds the directory for another model before they are first
+// used (its sessions open then): the calls run on this model's graphs,
+// not the other's ("Invalid input name" when the layers differ, which
+// TestConcurrentEvalsOfTwoModels met 4 times in 12). The full-sequence
+// graph, which only tests use, is read on first use: a policy that asks
+// for it after the rebuild is refused, naming the file, rather than
+// given the other model's.
 func TestPolicyGraphsReadUnderLock(t *testing.T) {
 	rt := modeltest.Runtime(t)
 	dirs := [2]string{t.TempDir(), t.TempDir()}
@@ -307,14 +310,22 @@ func TestPolicyGraphsReadUnderLock(t *testing.T) {
 		require.NoError(t, qwen3.WriteDir(dirs[i], c, 3))
 	}
 	arts := t.TempDir()
-	p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dirs[0], "model.onnx"), arts, model.PolicyOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	var pols [2]*model.Policy
+	for i := range pols {
+		p, err := model.OpenPolicy(context.Background(), rt, filepath.Join(dirs[0], "model.onnx"), arts, model.PolicyOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
+		pols[i] = p
+	}
+	p, late := pols[0], pols[1]
+	full := scorerOf(t, p)
 	other, err := model.PrepareArtifacts(context.Background(), filepath.Join(dirs[1], "model.onnx"), arts, model.ArtifactOptions{})
 	require.NoError(t, err)
 	require.True(t, other.Rebuilt)
 	require.NotEmpty(t, other.DecodePath())
-	d := decodeCheck{t: t, lm: p.LM, full: scorerOf(t, p), r: rand.New(rand.NewPCG(4, 4))}
+	_, err = late.Scorer()
+	require.ErrorContains(t, err, filepath.Join(arts, model.RolloutFile)+" changed since the policy opened")
+	d := decodeCheck{t: t, lm: p.LM, full: full, r: rand.New(rand.NewPCG(4, 4))}
 	seqs := [][]int64{d.seq(5), d.seq(3)}
 	c := d.filled(12, seqs)
 	d.step(c, 0, seqs, "after the directory was rebuilt")

@@ -2,6 +2,8 @@ package model
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -26,13 +28,11 @@ type Policy struct {
 	// LM samples with the current weights: the sampling graph, whose
 	// logits hold the last position only.
 	LM *LM
-	// scorer is the rollout graph with full-sequence logits, opened on
-	// first use by Scorer from rollout, the file's bytes read under the
-	// artifacts' lock.
-	scorer  *LM
-	rollout []byte
-	feed    map[string]Weight
-	rt      *Runtime
+	// scorer is the rollout graph with full-sequence logits, read and
+	// opened on first use by Scorer.
+	scorer *LM
+	feed   map[string]Weight
+	rt     *Runtime
 	// dev are the device copies of the parameters (PolicyOptions.
 	// Resident), closed after the LMs and the executor that read them.
 	dev *deviceParams
@@ -100,9 +100,9 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 			return nil, fmt.Errorf("model: parameters on %s: %w", rt.Device(), err)
 		}
 	}
-	// The graphs' sessions open on first use, after the lock is released,
-	// when another process may have rebuilt the directory for another
-	// model: they are made from the files' bytes, read now.
+	// The generation graphs' sessions open on first use, after the lock
+	// is released, when another process may have rebuilt the directory
+	// for another model: they are made from the files' bytes, read now.
 	lo := LMOptions{Weights: p.feed, Heads: art.hf.NumAttentionHeads, device: p.dev}
 	read := func(path string) ([]byte, error) {
 		b, err := os.ReadFile(path)
@@ -112,9 +112,6 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 		return b, nil
 	}
 	if lo.Graph, err = read(art.SamplePath()); err != nil {
-		return nil, err
-	}
-	if p.rollout, err = read(art.RolloutPath()); err != nil {
 		return nil, err
 	}
 	if !opt.SamplingGraphOnly && art.DecodePath() != "" {
@@ -159,10 +156,23 @@ func (p *Policy) UseDeviceOptimizer(opt *optim.AdamW) error {
 }
 
 // Scorer returns an LM over the same weights whose logits cover every
-// position (for scoring whole sequences), opening it on first use.
+// position (for scoring whole sequences), opening it on first use. Only
+// tests call it, so OpenPolicy does not read its graph: the first call
+// reads rollout.onnx, without the artifacts' lock, and refuses it when
+// its SHA-256 is not the one the policy's manifest recorded (another
+// process rebuilt the directory since the policy opened).
 func (p *Policy) Scorer() (*LM, error) {
 	if p.scorer == nil {
-		lm, err := OpenLM(p.rt, p.Artifacts.RolloutPath(), LMOptions{Weights: p.feed, Graph: p.rollout, device: p.dev})
+		path := p.Artifacts.RolloutPath()
+		graph, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("model: artifacts: %w", err)
+		}
+		sum := sha256.Sum256(graph)
+		if got, want := hex.EncodeToString(sum[:]), p.Artifacts.Manifest.Files[p.Artifacts.Manifest.Rollout]; got != want {
+			return nil, fmt.Errorf("model: artifacts: %s changed since the policy opened (SHA-256 %s, not %s): another process rebuilt the directory; reopen the policy", path, got, want)
+		}
+		lm, err := OpenLM(p.rt, path, LMOptions{Weights: p.feed, Graph: graph, device: p.dev})
 		if err != nil {
 			return nil, err
 		}
