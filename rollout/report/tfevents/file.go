@@ -144,8 +144,15 @@ type Writer struct {
 }
 
 // Create starts a new event file in dir (created if need be), named for
-// now (newPath), and writes its file_version event.
+// now (newPath), and writes its file_version event; when that write
+// fails the file is removed.
 func Create(dir string, now time.Time) (*Writer, error) {
+	return create(dir, now, (*os.File).Write)
+}
+
+// create is Create, the file_version event written with write (a
+// test's failing one).
+func create(dir string, now time.Time, write func(*os.File, []byte) (int, error)) (*Writer, error) {
 	p, err := newPath(dir, now)
 	if err != nil {
 		return nil, err
@@ -154,9 +161,13 @@ func Create(dir string, now time.Time) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tfevents: %w", err)
 	}
-	if _, err := f.Write(Encode(WallTime(now), nil)); err != nil {
+	if _, err := write(f, Encode(WallTime(now), nil)); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("tfevents: %s: %w", p, err)
+		err = fmt.Errorf("tfevents: %s: %w", p, err)
+		if rerr := os.Remove(p); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("tfevents: remove the file: %w", rerr))
+		}
+		return nil, err
 	}
 	return &Writer{f: f}, nil
 }

@@ -2,6 +2,7 @@ package tfevents
 
 import (
 	"encoding/hex"
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -123,6 +124,33 @@ func TestWriterAndTruncate(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, kept)
 	require.NoFileExists(t, p2)
+}
+
+// TestCreateFailureLeavesNoFile: a Create whose file_version event
+// cannot be written (a full disk) returns the error naming the file and
+// leaves no event file behind, not even one cut short, beside those dir
+// held.
+func TestCreateFailureLeavesNoFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tb")
+	now := time.Unix(1700000000, 0)
+	earlier, err := WriteFile(dir, now, []Event{{Wall: WallTime(now), Step: 1, Scalars: []Scalar{{"loss", 1}}}})
+	require.NoError(t, err)
+	full := errors.New("no space left on device")
+	for name, write := range map[string]func(*os.File, []byte) (int, error){
+		"nothing written":   func(*os.File, []byte) (int, error) { return 0, full },
+		"part of the event": func(f *os.File, b []byte) (int, error) { n, _ := f.Write(b[:5]); return n, full },
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, err := create(dir, now, write)
+			require.Nil(t, w)
+			require.ErrorIs(t, err, full)
+			require.ErrorContains(t, err, filepath.Join(dir, "events.out.tfevents.1700000001."))
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "only the earlier file stays")
+			require.Equal(t, filepath.Base(earlier), entries[0].Name())
+		})
+	}
 }
 
 // TestWriteNamesNoTemporaryEventFile: TensorBoard reads every file of a
