@@ -96,8 +96,10 @@ func TestLoadErrors(t *testing.T) {
 // unmarshal string into Go value of type int64"), without the token,
 // and a vocab of the other shape than its model type's was left to the
 // native library ("invalid type: sequence, expected a map at line 1
-// column 506"). They are said in the file's terms (jsonerr), naming the
-// field: the token of an entry, and the model type of a vocab.
+// column 506"), and a null id passed as id 0 for the native library to
+// refuse ("invalid type: null, expected u32 at line 1 column 597").
+// They are said in the file's terms (jsonerr), naming the field: the
+// token of an entry, and the model type of a vocab.
 func TestLoadVocabTypeErrors(t *testing.T) {
 	good, err := BuildCharTokenizerJSON([]rune("ab"))
 	require.NoError(t, err)
@@ -114,6 +116,8 @@ func TestLoadVocabTypeErrors(t *testing.T) {
 		{"id past int64", "WordLevel", json.Number("1e30"), nil, `model.vocab["a"]: an integer expected, got the number 1e30`},
 		{"id as an array", "BPE", []int{1}, nil, `model.vocab["a"]: an integer expected, got an array`},
 		{"id as an object", "WordPiece", map[string]int{"id": 1}, nil, `model.vocab["a"]: an integer expected, got an object`},
+		{"id null", "WordLevel", json.RawMessage("null"), nil, `model.vocab["a"]: an integer expected, got null`},
+		{"id null in a BPE model", "BPE", json.RawMessage("null"), nil, `model.vocab["a"]: an integer expected, got null`},
 		{"array for a WordLevel model", "WordLevel", nil, [][]any{{"a", 0}}, `model.vocab: an object expected, got an array (a model of type "WordLevel" maps each token to its id)`},
 		{"array for a BPE model", "BPE", nil, [][]any{{"a", 0}}, `model.vocab: an object expected, got an array (a model of type "BPE" maps each token to its id)`},
 		{"object for a Unigram model", "Unigram", nil, map[string]int{"a": 0}, `model.vocab: an array expected, got an object (a model of type "Unigram" lists [piece, score] pairs)`},

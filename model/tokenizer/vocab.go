@@ -60,7 +60,7 @@ type rawFile struct {
 }
 
 // givesEveryCharacter reports whether the model of f, whose token -> id
-// map is m (nil for a Unigram model), gives every character an id, so
+// map is m (nil for a Unigram model; only its keys are read), gives every character an id, so
 // that the native library never fails a text for one it has no id for
 // (Tokenizer.IndexLost): a WordLevel or WordPiece model (parseVocabulary
 // refuses one whose unk_token is not in its vocab), a BPE model whose
@@ -68,7 +68,7 @@ type rawFile struct {
 // whose vocab holds all 256 characters that byte-level BPE writes bytes
 // as, and a Unigram model with an unk_id. Any other model may lose
 // characters (false: IndexLost encodes to find out).
-func givesEveryCharacter(f *rawFile, m map[string]int64) bool {
+func givesEveryCharacter(f *rawFile, m map[string]*int64) bool {
 	switch f.Model.Type {
 	case "WordLevel", "WordPiece":
 		return true
@@ -164,15 +164,25 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 	}
 	switch {
 	case object: // BPE, WordLevel, WordPiece: token -> id
-		var m map[string]int64
+		// An id is a pointer so that a null one, which would decode as
+		// 0, is told from id 0 (the native library refuses it).
+		var m map[string]*int64
 		if err := json.Unmarshal(vocab, &m); err != nil {
 			return nil, vocabError(vocab, f.Model.Type, err)
 		}
+		var null []string
 		for tok, id := range m {
-			if err := checkID(id, fmt.Sprintf("vocab token %q", tok)); err != nil {
+			if id == nil {
+				null = append(null, tok)
+				continue
+			}
+			if err := checkID(*id, fmt.Sprintf("vocab token %q", tok)); err != nil {
 				return nil, fmt.Errorf("model.vocab: %w", err)
 			}
-			v.ids[tok] = int32(id)
+			v.ids[tok] = int32(*id)
+		}
+		if len(null) > 0 { // of several, the first in sorted order
+			return nil, fmt.Errorf("model.vocab[%q]: an integer expected, got null", slices.Min(null))
 		}
 		// A WordLevel or WordPiece model gives a piece outside its vocab
 		// the id of its unk_token there; where that is not in the vocab
