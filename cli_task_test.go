@@ -13,6 +13,21 @@ import (
 	"github.com/spiral-rl/spiral/rollout"
 )
 
+// requireLoadWarnings writes content as a --data file, loads it with
+// loadProblems and requires the warnings written to be want, in which
+// %[1]s stands for the file's path ("" for none). It returns the
+// problems loaded.
+func requireLoadWarnings(t *testing.T, content, want string) *data.Dataset {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o666))
+	var warn strings.Builder
+	ds, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
+	require.NoError(t, err)
+	require.Equal(t, strings.ReplaceAll(want, "%[1]s", path), warn.String())
+	return ds
+}
+
 // TestLoadProblemsWarnsOfRenamedIDs: a data file whose rows repeat an
 // id is warned of once, with the count and the first row renamed (its
 // id was made unique without a word).
@@ -27,18 +42,7 @@ func TestLoadProblemsWarnsOfRenamedIDs(t *testing.T) {
 		{name: "three", content: row("a", "p1") + row("b", "p2") + row("b", "p3") + row("a", "p4") + row("b", "p5"),
 			want: `spiral: warning: %[1]s: 3 rows repeat the id of an earlier row and were given others (the first: %[1]s:3 repeats the id "b" of %[1]s:2, renamed "b~2")` + "\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "p.jsonl")
-			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
-			var warn strings.Builder
-			_, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
-			require.NoError(t, err)
-			want := ""
-			if tc.want != "" {
-				want = strings.ReplaceAll(tc.want, "%[1]s", path)
-			}
-			require.Equal(t, want, warn.String())
-		})
+		t.Run(tc.name, func(t *testing.T) { requireLoadWarnings(t, tc.content, tc.want) })
 	}
 }
 
@@ -57,17 +61,8 @@ func TestLoadProblemsWarnsOfUnbalancedAnswers(t *testing.T) {
 			want: `spiral: warning: %[1]s: 2 rows' gold answers have unbalanced braces, which no answer is graded right against (the first: %[1]s:1)` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "p.jsonl")
-			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
-			var warn strings.Builder
-			ds, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
-			require.NoError(t, err)
+			ds := requireLoadWarnings(t, tc.content, tc.want)
 			require.Len(t, ds.Problems, strings.Count(tc.content, "\n"), "rows kept")
-			want := ""
-			if tc.want != "" {
-				want = strings.ReplaceAll(tc.want, "%[1]s", path)
-			}
-			require.Equal(t, want, warn.String())
 		})
 	}
 }
@@ -94,18 +89,7 @@ func TestLoadProblemsWarnsOfOtherFields(t *testing.T) {
 			want: `spiral: warning: %[1]s: 2 rows hold "problem" beside "question", the problem field of the first row, which every row's problem is read from (the first: %[1]s:2)` + "\n" +
 				`spiral: warning: %[1]s: 2 rows hold "answer" beside "solution", the answer field of the first row, which every row's gold answer is read from (the first: %[1]s:2)` + "\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "p.jsonl")
-			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o666))
-			var warn strings.Builder
-			_, err := loadProblems("--data", path, data.LoadOptions{}, &warn)
-			require.NoError(t, err)
-			want := ""
-			if tc.want != "" {
-				want = strings.ReplaceAll(tc.want, "%[1]s", path)
-			}
-			require.Equal(t, want, warn.String())
-		})
+		t.Run(tc.name, func(t *testing.T) { requireLoadWarnings(t, tc.content, tc.want) })
 	}
 }
 
