@@ -17,6 +17,23 @@ import (
 	"github.com/spiral-rl/spiral/rollout/report/tfevents"
 )
 
+// oneStepMetrics is a metrics.jsonl that logs one training step.
+const oneStepMetrics = `{"step":1,"loss":0.5,"step_seconds":2}` + "\n"
+
+// metricsRuns makes a run directory in dir for each of names, holding a
+// metrics.jsonl of one step (oneStepMetrics), and returns their paths.
+func metricsRuns(t *testing.T, dir string, names ...string) []string {
+	t.Helper()
+	var runs []string
+	for _, name := range names {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(oneStepMetrics), 0o644))
+		runs = append(runs, d)
+	}
+	return runs
+}
+
 // TestTensorBoardRefusesAFileForItsDirectory: a run whose tensorboard
 // (or sft's tensorboard-finished) is a plain file failed with Go's bare
 // "tfevents: open RUN/tensorboard: not a directory" (exit 1), naming
@@ -52,10 +69,8 @@ func TestTensorBoardRefusesAFileForItsDirectory(t *testing.T) {
 // already is left as it is, with a note.
 func TestTensorBoardCommand(t *testing.T) {
 	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
+	runDir := metricsRuns(t, dir, "run")[0]
 	metrics := filepath.Join(runDir, "metrics.jsonl")
-	require.NoError(t, os.MkdirAll(runDir, 0o755))
-	require.NoError(t, os.WriteFile(metrics, []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.MkdirAll(bad, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "sft.jsonl"), []byte(`{"step":1,"loss":0.5}`+"\n"+`{"loss":0.4}`+"\n"), 0o644))
@@ -158,14 +173,7 @@ func TestTensorBoardCommand(t *testing.T) {
 // figures than the logs' (a step the events lack, a value that differs,
 // a step twice) are refused still.
 func TestTensorBoardCommandRerunAfterAKill(t *testing.T) {
-	dir := t.TempDir()
-	var runs []string
-	for _, name := range []string{"a", "b"} {
-		d := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
-		runs = append(runs, d)
-	}
+	runs := metricsRuns(t, t.TempDir(), "a", "b")
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, run(context.Background(), []string{"tensorboard", runs[0]}, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 	a, err := tfevents.Files(filepath.Join(runs[0], "tensorboard"))
@@ -192,8 +200,7 @@ func TestTensorBoardCommandRerunAfterAKill(t *testing.T) {
 		{"twice", []tfevents.Event{{Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}, {Tag: "step_seconds", Value: 2}}}, {Step: 1, Scalars: []tfevents.Scalar{{Tag: "loss", Value: 0.5}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := t.TempDir()
-			require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+			d := metricsRuns(t, t.TempDir(), "run")[0]
 			p, err := tfevents.WriteFile(filepath.Join(d, "tensorboard"), time.Now(), tc.events)
 			require.NoError(t, err)
 			var stdout, stderr bytes.Buffer
@@ -210,9 +217,7 @@ func TestTensorBoardCommandRerunAfterAKill(t *testing.T) {
 // than refusing the ones it converted the first time.
 func TestTensorBoardCommandRefusesBeforeWriting(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "good")
-	require.NoError(t, os.MkdirAll(good, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(good, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
+	good := metricsRuns(t, dir, "good")[0]
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.MkdirAll(empty, 0o755))
 
@@ -237,14 +242,7 @@ func TestTensorBoardCommandRefusesBeforeWriting(t *testing.T) {
 // the holder, before any run given is written; once it is done the same
 // command converts them all and leaves no lock behind.
 func TestTensorBoardCommandLocksTheRun(t *testing.T) {
-	dir := t.TempDir()
-	var runs []string
-	for _, name := range []string{"idle", "training"} {
-		d := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(d, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
-		runs = append(runs, d)
-	}
+	runs := metricsRuns(t, t.TempDir(), "idle", "training")
 	unlock, err := rl.LockRun(runs[1])
 	require.NoError(t, err)
 	lock := filepath.Join(runs[1], rl.LockFile)
@@ -272,9 +270,8 @@ func TestTensorBoardCommandLocksTheRun(t *testing.T) {
 // before its first step) is converted, not refused as converted already:
 // the empty file is removed, with a note naming it.
 func TestTensorBoardCommandEmptyEventFile(t *testing.T) {
-	runDir := t.TempDir()
+	runDir := metricsRuns(t, t.TempDir(), "run")[0]
 	metrics := filepath.Join(runDir, "metrics.jsonl")
-	require.NoError(t, os.WriteFile(metrics, []byte(`{"step":1,"loss":0.5,"step_seconds":2}`+"\n"), 0o644))
 	empty, err := tfevents.WriteFile(filepath.Join(runDir, "tensorboard"), time.Now(), nil)
 	require.NoError(t, err)
 

@@ -853,6 +853,56 @@ func TestEventsLeaveOutUndefined(t *testing.T) {
 	}
 }
 
+// finishedSFTRun is the directory of a finished sft run that logged to
+// TensorBoard, committed as spiral sft commits it, for the --overwrite
+// tests to start over in.
+type finishedSFTRun struct {
+	src, dir  string
+	eventFile string // its one event file, in tensorboard/
+	events    []byte // that file's bytes
+}
+
+// newFinishedSFTRun runs the sft harness's 6 steps with --tensorboard
+// to their end in a new directory, and commits them (finish).
+func newFinishedSFTRun(t *testing.T) finishedSFTRun {
+	t.Helper()
+	r := finishedSFTRun{src: sftModelDir(t), dir: t.TempDir()}
+	require.NoError(t, r.harness(t).run(0))
+	r.finish(t)
+	r.eventFile, r.events = onlyEventFile(t, r.dir)
+	return r
+}
+
+// harness is newSFTHarness in r's directory, with --tensorboard.
+func (r finishedSFTRun) harness(t *testing.T) *sftHarness {
+	t.Helper()
+	h := newSFTHarness(t, r.src, r.dir)
+	h.cfg.TensorBoard = true
+	return h
+}
+
+// finish is what spiral sft does once the model is written: the log
+// moved in, the checkpoints and the partial log removed.
+func (r finishedSFTRun) finish(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.dir, SFTLogFile+PartialSuffix))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(r.dir, SFTLogFile), b, 0o644))
+	require.NoError(t, RemoveSFTCheckpoints(r.dir))
+}
+
+// onlyEventFile requires run directory dir's tensorboard/ to hold one
+// event file and returns its path and bytes.
+func onlyEventFile(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	return files[0], b
+}
+
 // TestSFTOverwriteKeepsFinishedEvents: an sft run that starts over in the
 // directory of a finished one (spiral sft --overwrite), which replaces
 // that run's model and sft.jsonl only at its end, keeps that run's event
@@ -862,35 +912,15 @@ func TestEventsLeaveOutUndefined(t *testing.T) {
 // them as they were; the commit (RemoveSFTCheckpoints) removes them with
 // the checkpoints.
 func TestSFTOverwriteKeepsFinishedEvents(t *testing.T) {
-	src := sftModelDir(t)
-	dir := t.TempDir()
-	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
-	// finish is what spiral sft does once the model is written: the log
-	// moved in, the checkpoints and the partial log removed.
-	finish := func() {
-		t.Helper()
-		b, err := os.ReadFile(partial)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(log, b, 0o644))
-		require.NoError(t, RemoveSFTCheckpoints(dir))
-	}
-	h := newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
-	require.NoError(t, h.run(0))
-	finish()
-	finished := tbScalars(t, dir)
-	require.Len(t, finished["loss"], 6)
-	before, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, before, 1)
-	finishedFile, err := os.ReadFile(before[0])
-	require.NoError(t, err)
-	setAside := filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(before[0]))
+	r := newFinishedSFTRun(t)
+	dir := r.dir
+	require.Len(t, tbScalars(t, dir)["loss"], 6)
+	finishedFile := r.events
+	setAside := filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(r.eventFile))
 
 	// The overwrite fails after a step: the finished run's events are
 	// kept, set aside, and this run's are in tensorboard/.
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	h := r.harness(t)
 	require.ErrorIs(t, h.run(1), context.Canceled)
 	got, err := os.ReadFile(setAside)
 	require.NoError(t, err, "the finished run's events")
@@ -900,8 +930,7 @@ func TestSFTOverwriteKeepsFinishedEvents(t *testing.T) {
 	// Started over again (its checkpoint lost): the set-aside events stay,
 	// the failed run's go.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, CheckpointsDir)))
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	h = r.harness(t)
 	require.ErrorIs(t, h.run(2), context.Canceled)
 	got, err = os.ReadFile(setAside)
 	require.NoError(t, err)
@@ -910,14 +939,13 @@ func TestSFTOverwriteKeepsFinishedEvents(t *testing.T) {
 
 	// Resumed to its end and committed: the finished run's events go with
 	// its model and log; tensorboard/ holds the new run's.
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	h = r.harness(t)
 	require.NoError(t, h.run(0))
 	_, err = os.Stat(setAside)
 	require.NoError(t, err, "kept until the commit")
-	finish()
+	r.finish(t)
 	require.NoDirExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir))
-	events, _, err := sftEvents(log)
+	events, _, err := sftEvents(filepath.Join(dir, SFTLogFile))
 	require.NoError(t, err)
 	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
 	require.Len(t, scalarsOf(events)["loss"], 6)
@@ -1008,35 +1036,16 @@ func TestSFTLogWithoutPGLoss(t *testing.T) {
 // lost. Events an interrupted overwrite set aside go to previous-*/ too,
 // beside that run's.
 func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
-	src := sftModelDir(t)
-	dir := t.TempDir()
-	log, partial := filepath.Join(dir, SFTLogFile), filepath.Join(dir, SFTLogFile+PartialSuffix)
-	// finish is what spiral sft does once the model is written.
-	finish := func() {
-		t.Helper()
-		b, err := os.ReadFile(partial)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(log, b, 0o644))
-		require.NoError(t, RemoveSFTCheckpoints(dir))
-	}
-	h := newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
-	require.NoError(t, h.run(0))
-	finish()
-	before, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, before, 1)
-	finishedFile, err := os.ReadFile(before[0])
-	require.NoError(t, err)
+	r := newFinishedSFTRun(t)
+	dir, finishedFile := r.dir, r.events
 
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	h := r.harness(t)
 	h.cfg.Fresh = true
 	var out strings.Builder
 	h.parts.Out = &out
 	require.NoError(t, h.run(0))
-	finish()
-	moved, err := filepath.Glob(filepath.Join(dir, "previous-*", TensorBoardDir, filepath.Base(before[0])))
+	r.finish(t)
+	moved, err := filepath.Glob(filepath.Join(dir, "previous-*", TensorBoardDir, filepath.Base(r.eventFile)))
 	require.NoError(t, err)
 	require.Len(t, moved, 1, "the finished run's events in previous-*/")
 	got, err := os.ReadFile(moved[0])
@@ -1049,23 +1058,17 @@ func TestSFTOverwriteFreshKeepsFinishedEvents(t *testing.T) {
 	// An overwrite interrupted after a step sets the (now finished) run's
 	// events aside; --fresh then moves them to previous-*/ with the
 	// interrupted run's, where the commit leaves them.
-	before, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, before, 1)
-	finishedFile, err = os.ReadFile(before[0])
-	require.NoError(t, err)
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	before, finishedFile := onlyEventFile(t, dir)
+	h = r.harness(t)
 	require.ErrorIs(t, h.run(1), context.Canceled)
-	require.FileExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(before[0])))
-	h = newSFTHarness(t, src, dir)
-	h.cfg.TensorBoard = true
+	require.FileExists(t, filepath.Join(dir, SFTFinishedTensorBoardDir, filepath.Base(before)))
+	h = r.harness(t)
 	h.cfg.Fresh = true
 	out.Reset()
 	h.parts.Out = &out
 	require.NoError(t, h.run(0))
-	finish()
-	moved, err = filepath.Glob(filepath.Join(dir, "previous-*", SFTFinishedTensorBoardDir, filepath.Base(before[0])))
+	r.finish(t)
+	moved, err = filepath.Glob(filepath.Join(dir, "previous-*", SFTFinishedTensorBoardDir, filepath.Base(before)))
 	require.NoError(t, err)
 	require.Len(t, moved, 1, "the finished run's events set aside, in previous-*/")
 	got, err = os.ReadFile(moved[0])
