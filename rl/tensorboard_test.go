@@ -639,14 +639,10 @@ func damagedTensorBoardRun(t *testing.T, dir string) (files []string, damaged []
 	h := newRunHarness(t, dir, 1)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
+	file, b := onlyEventFile(t, dir)
 	b[len(b)-1] ^= 1
-	require.NoError(t, os.WriteFile(files[0], b, 0o644))
-	return files, b
+	require.NoError(t, os.WriteFile(file, b, 0o644))
+	return []string{file}, b
 }
 
 // TestTensorBoardUnwritable: a TensorBoard log that cannot be written
@@ -720,11 +716,7 @@ func TestExportTensorBoardAfterTheLiveLogFailed(t *testing.T) {
 	h := newRunHarness(t, dir, 3)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
+	file, b := onlyEventFile(t, dir)
 	// The first record of step 2, each record being its data's length
 	// (8 bytes), their checksum (4), the data and its checksum (4).
 	cut := -1
@@ -739,14 +731,14 @@ func TestExportTensorBoardAfterTheLiveLogFailed(t *testing.T) {
 		off = end
 	}
 	require.Positive(t, cut, "a record of step 2")
-	require.NoError(t, os.WriteFile(files[0], b[:cut], 0o644))
+	require.NoError(t, os.WriteFile(file, b[:cut], 0o644))
 	_, held, torn, err := tfevents.Decode(b[:cut])
 	require.NoError(t, err)
 	require.True(t, torn)
 
 	x, err := exportTensorBoard(dir)
 	require.NoError(t, err)
-	require.Equal(t, files, x.Beside)
+	require.Equal(t, []string{file}, x.Beside)
 	require.Equal(t, []int64{2, 3}, x.Lacked)
 	added, err := os.ReadFile(x.Path)
 	require.NoError(t, err)
