@@ -463,12 +463,7 @@ func TestCompareRunPlotsOfEarlierRuns(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), []string{"compare", "--out", out, "--run", "s=" + tc.run}, &cliEnv{stdout: &stdout, stderr: &stderr})
 		require.Zero(t, code, stderr.String())
-		entries, err := os.ReadDir(out)
-		require.NoError(t, err)
-		var got []string
-		for _, e := range entries {
-			got = append(got, e.Name())
-		}
+		got := dirNames(t, out)
 		require.Equal(t, tc.want, got, tc.run)
 	}
 }
@@ -1177,12 +1172,7 @@ func TestCompareTokensPlotOfAnEarlierComparison(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"compare", "--out", out}, tc.args...), &cliEnv{stdout: &stdout, stderr: &stderr})
 		require.Zero(t, code, stderr.String())
-		entries, err := os.ReadDir(out)
-		require.NoError(t, err)
-		var got []string
-		for _, e := range entries {
-			got = append(got, e.Name())
-		}
+		got := dirNames(t, out)
 		require.Equal(t, tc.want, got, tc.name)
 	}
 }
@@ -1228,12 +1218,7 @@ func TestComparePlotsOfAnEarlierFormat(t *testing.T) {
 			var stderr bytes.Buffer
 			code := run(context.Background(), append([]string{"compare", "--figures", tc.figures, "--out", out}, reps...), &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Zero(t, code, stderr.String())
-			entries, err := os.ReadDir(out)
-			require.NoError(t, err)
-			var got []string
-			for _, e := range entries {
-				got = append(got, e.Name())
-			}
+			got := dirNames(t, out)
 			require.Equal(t, tc.want, got)
 		})
 	}

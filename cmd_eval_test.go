@@ -49,12 +49,7 @@ func TestSaveEvalFailedCommitKeepsTraces(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, "passk.traces.jsonl.partial"))
 	require.NoError(t, err, "the traces")
 	require.Contains(t, string(b), `"text":"x=7"`)
-	entries, err := os.ReadDir(out)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
+	names := dirNames(t, out)
 	require.Equal(t, []string{"passk.traces.jsonl.partial"}, names)
 }
 
@@ -88,12 +83,7 @@ func TestSaveEvalRemovesStaleTraces(t *testing.T) {
 			var stdout strings.Builder
 			require.NoError(t, saveEval(out, "passk", nil, map[string]int{"k": 1}, plot, &stdout))
 			require.Equal(t, want, stdout.String())
-			entries, err := os.ReadDir(out)
-			require.NoError(t, err)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
+			names := dirNames(t, out)
 			require.Equal(t, []string{"passk.json", "passk.png"}, names)
 		})
 	}

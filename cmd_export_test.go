@@ -156,12 +156,7 @@ func TestExportPEFTOverwriteLeavesAnAdapterDirectory(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(out, "README.md"), []byte("card"), 0o644))
 			code := run(context.Background(), []string{"export", "--format", "peft", "--checkpoint", runDir, "--out", out, "--overwrite"}, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Zero(t, code, stderr.String())
-			entries, err := os.ReadDir(out)
-			require.NoError(t, err)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
+			names := dirNames(t, out)
 			require.Equal(t, []string{"README.md", "adapter_config.json", "adapter_model.safetensors"}, names)
 		})
 	}

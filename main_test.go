@@ -69,6 +69,18 @@ func emptyFiles(t *testing.T, names ...string) []string {
 	return paths
 }
 
+// dirNames returns the names of dir's entries, in order.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
 // TestCompareFigures: compare's --figures is the plots' extension, one of
 // png, svg and pdf; a value that merely ends in one ("a.svg", ".png")
 // would name files such as passk.a.svg or passk..png, and is refused
@@ -2307,12 +2319,7 @@ func TestExportOnnxInterruptedAfterItsWeights(t *testing.T) {
 			code := run(ctx, args, &cliEnv{stdout: io.Discard, stderr: &stderr})
 			require.Equal(t, exitInterrupted, code, stderr.String())
 			require.Equal(t, "spiral export: interrupted\n", stderr.String())
-			entries, err := os.ReadDir(outDir)
-			require.NoError(t, err)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
+			names := dirNames(t, outDir)
 			require.ElementsMatch(t, slices.Collect(maps.Keys(earlier)), names, "the earlier export's files alone, no stage")
 			for name, body := range earlier {
 				b, err := os.ReadFile(filepath.Join(outDir, name))
