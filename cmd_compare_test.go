@@ -810,38 +810,50 @@ func TestCompareBudgetReportsWithoutTokens(t *testing.T) {
 // at least 16x; and "-" in summary.md where no ratio was exact, though
 // one was at least 8x).
 func TestCompareEfficiencyFloor(t *testing.T) {
-	pts := func(kp ...float64) []rollout.KPoint {
-		var out []rollout.KPoint
-		for i := 0; i < len(kp); i += 2 {
-			out = append(out, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name  string
 		other []rollout.KPoint
 		line  string
 		cell  string
 	}{
-		{"bound above the exact maximum", pts(1, 0.1, 2, 0.2, 8, 0.4, 64, 0.5),
+		{"bound above the exact maximum", kPoints(1, 0.1, 2, 0.2, 8, 0.4, 64, 0.5),
 			"  scaling efficiency of a over b: up to 4.00x (k = 2); at least 16.00x at k = 4 (b never reaches a's pass@4 within its measured k)\n",
 			"| up to 4.00x (k = 2); at least 16.00x at k = 4 (b never reaches a's pass@4 within its measured k) |"},
-		{"bounds only", pts(8, 0.1),
+		{"bounds only", kPoints(8, 0.1),
 			"  no k where b reaches a's pass@k within its measured k\n  scaling efficiency of a over b: at least 8.00x at k = 1 (b never reaches a's pass@1 within its measured k)\n",
 			"| at least 8.00x at k = 1 (b never reaches a's pass@1 within its measured k) |"},
 	} {
-		c := comparison{passk: []report.PassAtK{
-			{Meta: report.Meta{Label: "a", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: pts(1, 0.2, 2, 0.4, 4, 0.8)},
-			{Meta: report.Meta{Label: "b", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 64}, Points: tc.other},
-		}}
-		groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
-		require.NoError(t, err)
-		var out strings.Builder
-		sum := newSummary()
-		require.NoError(t, c.comparePassAtK(&out, groups, sum), tc.name)
-		require.Contains(t, out.String(), tc.line, tc.name)
-		require.Contains(t, sum.markdown(), tc.cell, tc.name)
+		printed, markdown := compareWithA(t, tc.name, 64, tc.other)
+		require.Contains(t, printed, tc.line, tc.name)
+		require.Contains(t, markdown, tc.cell, tc.name)
 	}
+}
+
+// kPoints is the pass@k curve of the (k, pass@k) pairs kp.
+func kPoints(kp ...float64) []rollout.KPoint {
+	var out []rollout.KPoint
+	for i := 0; i < len(kp); i += 2 {
+		out = append(out, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
+	}
+	return out
+}
+
+// compareWithA compares the pass@k of b, of samples samples a problem
+// and curve other, with a's (0.2, 0.4 and 0.8 at k = 1, 2 and 4 of 4
+// samples), one problem each, as compare does, and returns what it
+// prints and summary.md.
+func compareWithA(t *testing.T, name string, samples int, other []rollout.KPoint) (printed, markdown string) {
+	t.Helper()
+	c := comparison{passk: []report.PassAtK{
+		{Meta: report.Meta{Label: "a", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: kPoints(1, 0.2, 2, 0.4, 4, 0.8)},
+		{Meta: report.Meta{Label: "b", Problems: 1}, Config: rollout.PassAtKConfig{Samples: samples}, Points: other},
+	}}
+	groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
+	require.NoError(t, err)
+	var out strings.Builder
+	sum := newSummary()
+	require.NoError(t, c.comparePassAtK(&out, groups, sum), name)
+	return out.String(), sum.markdown()
 }
 
 // TestCompareEfficiencyCeiling: where the other curve is above the
@@ -851,41 +863,26 @@ func TestCompareEfficiencyFloor(t *testing.T) {
 // at k = 1 and "up to 1.00x (k = 1)", as if measured, where b needs
 // 0.71x and 0.91x at k = 2 and 4.
 func TestCompareEfficiencyCeiling(t *testing.T) {
-	pts := func(kp ...float64) []rollout.KPoint {
-		var out []rollout.KPoint
-		for i := 0; i < len(kp); i += 2 {
-			out = append(out, rollout.KPoint{K: int(kp[i]), PassAtK: kp[i+1]})
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name  string
 		other []rollout.KPoint
 		lines []string
 		cell  string
 	}{
-		{"ahead at k = 1", pts(1, 0.3, 2, 0.5, 4, 0.85), []string{
+		{"ahead at k = 1", kPoints(1, 0.3, 2, 0.5, 4, 0.85), []string{
 			"       1    0.2000        1.00  1.00x (at most)\n",
 			"  scaling efficiency of a over b: up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
 			"| up to 0.91x (k = 4); at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
-		{"ahead everywhere", pts(1, 0.9, 2, 0.95, 4, 0.99), []string{
+		{"ahead everywhere", kPoints(1, 0.9, 2, 0.95, 4, 0.99), []string{
 			"  no exact ratio: b is above a's pass@k already at its smallest k (each ratio an upper bound)\n",
 			"  scaling efficiency of a over b: at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1)\n"},
 			"| at most 1.00x at k = 1 (b is above a's pass@1 already at its smallest k, 1) |"},
 	} {
-		c := comparison{passk: []report.PassAtK{
-			{Meta: report.Meta{Label: "a", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: pts(1, 0.2, 2, 0.4, 4, 0.8)},
-			{Meta: report.Meta{Label: "b", Problems: 1}, Config: rollout.PassAtKConfig{Samples: 4}, Points: tc.other},
-		}}
-		groups, err := seeds(c.passk, func(r report.PassAtK) string { return r.Meta.Name() }, report.MeanPassAtK)
-		require.NoError(t, err)
-		var out strings.Builder
-		sum := newSummary()
-		require.NoError(t, c.comparePassAtK(&out, groups, sum), tc.name)
+		printed, markdown := compareWithA(t, tc.name, 4, tc.other)
 		for _, l := range tc.lines {
-			require.Contains(t, out.String(), l, tc.name)
+			require.Contains(t, printed, l, tc.name)
 		}
-		require.Contains(t, sum.markdown(), tc.cell, tc.name)
+		require.Contains(t, markdown, tc.cell, tc.name)
 	}
 }
 
