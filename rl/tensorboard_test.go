@@ -250,9 +250,7 @@ func TestRunTensorBoard(t *testing.T) {
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 	require.Contains(t, h.out.String(), "(step 1)")
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 2)
+	eventFiles(t, dir, 2)
 	events, _, err = trainEvents(dir)
 	require.NoError(t, err)
 	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
@@ -298,9 +296,7 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 	got, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.Equal(t, b, got)
-	files, err = tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 2)
+	files = eventFiles(t, dir, 2)
 }
 
 // TestRunTensorBoardDamagedFileStartOver: a damaged file left by a run
@@ -337,9 +333,7 @@ func TestRunTensorBoardDamagedFileBackfill(t *testing.T) {
 	h := newRunHarness(t, dir, 2)
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 2)
+	files := eventFiles(t, dir, 2)
 	b, err = os.ReadFile(files[1])
 	require.NoError(t, err)
 	_, events, _, err := tfevents.Decode(b)
@@ -434,9 +428,7 @@ func TestExportTensorBoard(t *testing.T) {
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(context.Background()))
 
-	liveFiles, err := tfevents.Files(filepath.Join(live, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, liveFiles, 1)
+	liveFiles := eventFiles(t, live, 1)
 	x, err := exportTensorBoard(live)
 	require.NoError(t, err)
 	require.Equal(t, liveFiles, x.Converted)
@@ -571,9 +563,7 @@ func TestSFTTensorBoard(t *testing.T) {
 	h.cfg.TensorBoard = true
 	require.NoError(t, h.run(0))
 	require.Contains(t, h.out.String(), "(step 2)")
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
-	require.NoError(t, err)
-	require.Len(t, files, 2)
+	eventFiles(t, dir, 2)
 	events, _, err = sftEvents(log)
 	require.NoError(t, err)
 	require.Equal(t, scalarsOf(events), tbScalars(t, dir))
@@ -883,16 +873,24 @@ func (r finishedSFTRun) finish(t *testing.T) {
 	require.NoError(t, RemoveSFTCheckpoints(r.dir))
 }
 
+// eventFiles requires run directory dir's tensorboard/ to hold n event
+// files and returns them (tfevents.Files).
+func eventFiles(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	require.NoError(t, err)
+	require.Len(t, files, n)
+	return files
+}
+
 // onlyEventFile requires run directory dir's tensorboard/ to hold one
 // event file and returns its path and bytes.
 func onlyEventFile(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
-	files, err := tfevents.Files(filepath.Join(dir, TensorBoardDir))
+	file := eventFiles(t, dir, 1)[0]
+	b, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.Len(t, files, 1)
-	b, err := os.ReadFile(files[0])
-	require.NoError(t, err)
-	return files[0], b
+	return file, b
 }
 
 // TestSFTOverwriteKeepsFinishedEvents: an sft run that starts over in the
