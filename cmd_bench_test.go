@@ -62,16 +62,8 @@ func TestBenchTrainMicroBatches(t *testing.T) {
 		{[]string{"--lr", "3e-5"}, 16384, 1, 3e-5},
 	} {
 		t.Run(fmt.Sprint(c.args), func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
 			args := append([]string{"bench", "train", "--rows", "5", "--tokens", "64", "--steps", "1", "--threads", "1"}, c.args...)
-			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
-			var lines []benchTrainLine
-			dec := json.NewDecoder(&stdout)
-			for dec.More() {
-				var l benchTrainLine
-				require.NoError(t, dec.Decode(&l))
-				lines = append(lines, l)
-			}
+			lines := runBenchTrain(t, args)
 			require.Len(t, lines, 2)
 			for _, l := range lines {
 				require.Equal(t, c.bound, l.MicroBatchTokens)
@@ -80,6 +72,22 @@ func TestBenchTrainMicroBatches(t *testing.T) {
 			require.Equal(t, c.calls, lines[1].MicroBatches)
 		})
 	}
+}
+
+// runBenchTrain runs spiral with args, a bench train command, requiring
+// exit 0, and returns the lines it printed.
+func runBenchTrain(t *testing.T, args []string) []benchTrainLine {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
+	var lines []benchTrainLine
+	dec := json.NewDecoder(&stdout)
+	for dec.More() {
+		var l benchTrainLine
+		require.NoError(t, dec.Decode(&l))
+		lines = append(lines, l)
+	}
+	return lines
 }
 
 // embeddedModelPath is the embedded model's file, as bench resolves it
@@ -212,17 +220,9 @@ func TestBenchTrainGroupMicroBatches(t *testing.T) {
 		{128, false, 4, 0, 0},
 	} {
 		t.Run(fmt.Sprint(c.bound, c.pack), func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
 			args := []string{"bench", "train", "--rows", "8", "--tokens", "64", "--group", "4", "--steps", "1", "--threads", "1", "--micro-batch-tokens", fmt.Sprint(c.bound),
 				"--pack-prompts=" + fmt.Sprint(c.pack)}
-			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
-			var lines []benchTrainLine
-			dec := json.NewDecoder(&stdout)
-			for dec.More() {
-				var l benchTrainLine
-				require.NoError(t, dec.Decode(&l))
-				lines = append(lines, l)
-			}
+			lines := runBenchTrain(t, args)
 			require.Len(t, lines, 2)
 			step := lines[1]
 			require.Equal(t, 4, step.Group)
@@ -255,16 +255,8 @@ func TestBenchTrainGroupMicroBatches(t *testing.T) {
 // in 3 rows of 149, 132 and 132 positions, one call padded to 3 x 149 =
 // 447 positions, not 16 rows apart (1,024).
 func TestBenchTrainGroupSplit(t *testing.T) {
-	var stdout, stderr bytes.Buffer
 	args := []string{"bench", "train", "--rows", "16", "--tokens", "64", "--group", "16", "--steps", "1", "--threads", "1"}
-	require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
-	var lines []benchTrainLine
-	dec := json.NewDecoder(&stdout)
-	for dec.More() {
-		var l benchTrainLine
-		require.NoError(t, dec.Decode(&l))
-		lines = append(lines, l)
-	}
+	lines := runBenchTrain(t, args)
 	require.Len(t, lines, 2)
 	step := lines[1]
 	require.Equal(t, [4]int{1, 447, 3, 149}, [4]int{step.MicroBatches, step.Positions, step.PackedRows, step.PackedRowTokens})
