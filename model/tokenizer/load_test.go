@@ -97,7 +97,8 @@ func TestLoadErrors(t *testing.T) {
 // and a vocab of the other shape than its model type's was left to the
 // native library ("invalid type: sequence, expected a map at line 1
 // column 506"), and a null id passed as id 0 for the native library to
-// refuse ("invalid type: null, expected u32 at line 1 column 597").
+// refuse ("invalid type: null, expected u32 at line 1 column 597"), as
+// was a Unigram piece's score that is no number ("expected f64").
 // They are said in the file's terms (jsonerr), naming the field: the
 // token of an entry, and the model type of a vocab.
 func TestLoadVocabTypeErrors(t *testing.T) {
@@ -122,6 +123,9 @@ func TestLoadVocabTypeErrors(t *testing.T) {
 		{"array for a BPE model", "BPE", nil, [][]any{{"a", 0}}, `model.vocab: an object expected, got an array (a model of type "BPE" maps each token to its id)`},
 		{"object for a Unigram model", "Unigram", nil, map[string]int{"a": 0}, `model.vocab: an array expected, got an object (a model of type "Unigram" lists [piece, score] pairs)`},
 		{"string for a Unigram model", "Unigram", nil, "a", `model.vocab: an array expected, got a string (a model of type "Unigram" lists [piece, score] pairs)`},
+		{"null score", "Unigram", nil, [][]any{{"a", -1.5}, {"b", nil}}, `model.vocab[1]: the score of piece "b": a number expected, got null`},
+		{"score as a string", "Unigram", nil, [][]any{{"a", "-1"}}, `model.vocab[0]: the score of piece "a": a number expected, got a string`},
+		{"null piece", "Unigram", nil, [][]any{{nil, -1.5}}, `model.vocab[0]: piece is not a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var f map[string]any

@@ -203,13 +203,21 @@ func parseVocabulary(data []byte) (*vocabulary, error) {
 			return nil, fmt.Errorf("model.vocab: %w (a model of type %q lists [piece, score] pairs)", jsonerr.Describe(vocab, &entries, err), f.Model.Type)
 		}
 		for i, raw := range entries {
-			var pair []any
+			var pair []json.RawMessage
 			if err := json.Unmarshal(raw, &pair); err != nil || len(pair) != 2 {
 				return nil, fmt.Errorf("model.vocab[%d]: want [piece, score], got %s", i, raw)
 			}
-			piece, ok := pair[0].(string)
-			if !ok {
+			var piece string
+			if err := json.Unmarshal(pair[0], &piece); err != nil || string(pair[0]) == "null" {
 				return nil, fmt.Errorf("model.vocab[%d]: piece is not a string", i)
+			}
+			// A null score would decode as 0; the native library refuses it.
+			var score float64
+			if string(pair[1]) == "null" {
+				return nil, fmt.Errorf("model.vocab[%d]: the score of piece %q: a number expected, got null", i, piece)
+			}
+			if err := json.Unmarshal(pair[1], &score); err != nil {
+				return nil, fmt.Errorf("model.vocab[%d]: the score of piece %q: %w", i, piece, jsonerr.Describe(pair[1], &score, err))
 			}
 			if err := checkID(int64(i), fmt.Sprintf("vocab token %q", piece)); err != nil {
 				return nil, fmt.Errorf("model.vocab: %w", err)
