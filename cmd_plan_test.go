@@ -532,25 +532,14 @@ func TestPlanSelectionGraphNames(t *testing.T) {
 	} {
 		for _, m := range []string{src, filepath.Dir(src)} {
 			t.Run(strings.Join(c.args, " ")+" "+m, func(t *testing.T) {
-				sel, err := parseSelection(selectionArg(c.args, "--train"), selectionArg(c.args, "--freeze"))
-				require.NoError(t, err)
-				_, trainErr := model.TrainedParameters(src, sel)
-				var stdout, stderr bytes.Buffer
-				args := append([]string{"plan", "--model", m, "--device-memory", "1GB", "--tokens", "64", "--json"}, c.args...)
-				code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+				out := planSelection(t, src, append([]string{"plan", "--model", m, "--device-memory", "1GB", "--tokens", "64", "--json"}, c.args...), c.refusal)
 				if c.refusal != "" {
-					require.Error(t, trainErr)
-					require.Equal(t, c.refusal, modelFlagUsage(trainErr).Error())
-					require.Equal(t, exitUsage, code)
-					require.Equal(t, "spiral plan: "+c.refusal+"\n", stderr.String())
 					return
 				}
-				require.NoError(t, trainErr)
-				require.Zero(t, code, stderr.String())
 				var rep struct {
 					TrainedParams int64 `json:"trained_params"`
 				}
-				require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+				require.NoError(t, json.Unmarshal(out, &rep))
 				require.Equal(t, c.trained, rep.TrainedParams)
 			})
 		}
@@ -638,27 +627,17 @@ func TestPlanGraphWithoutTransformersNames(t *testing.T) {
 		{[]string{"--train", "q_proj"}, 0, 0, `--train "q_proj" matches no parameter (` + names + `)`},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			sel, err := parseSelection(selectionArg(c.args, "--train"), selectionArg(c.args, "--freeze"))
-			require.NoError(t, err)
-			_, trainErr := model.TrainedParameters(filepath.Join(nonames, "model.onnx"), sel)
-			var stdout, stderr bytes.Buffer
 			args := append([]string{"plan", "--model", nonames, "--device-memory", "1GB", "--tokens", "64", "--kept-mib", "0", "--json"}, c.args...)
-			code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+			out := planSelection(t, filepath.Join(nonames, "model.onnx"), args, c.refusal)
 			if c.refusal != "" {
-				require.Error(t, trainErr)
-				require.Equal(t, c.refusal, modelFlagUsage(trainErr).Error())
-				require.Equal(t, exitUsage, code)
-				require.Equal(t, "spiral plan: "+c.refusal+"\n", stderr.String())
 				return
 			}
-			require.NoError(t, trainErr)
-			require.Zero(t, code, stderr.String())
 			var rep struct {
 				TrainedParams int64 `json:"trained_params"`
 				Train         []memplan.Item
 				Arch          memplan.Arch
 			}
-			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			require.NoError(t, json.Unmarshal(out, &rep))
 			require.Equal(t, c.trained, rep.TrainedParams)
 			items := map[string]int64{}
 			for _, it := range rep.Train {
@@ -717,6 +696,31 @@ func selectionArg(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// planSelection runs the spiral plan command args, whose --train and
+// --freeze select parameters of the graph src, and requires plan to
+// take the selection as train does (model.TrainedParameters): refused
+// with refusal, exit 2, where that is not "", planned otherwise. It
+// returns what plan printed (nothing when refused).
+func planSelection(t *testing.T, src string, args []string, refusal string) []byte {
+	t.Helper()
+	sel, err := parseSelection(selectionArg(args, "--train"), selectionArg(args, "--freeze"))
+	require.NoError(t, err)
+	_, trainErr := model.TrainedParameters(src, sel)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr})
+	if refusal != "" {
+		require.Error(t, trainErr)
+		require.Equal(t, refusal, modelFlagUsage(trainErr).Error())
+		require.Equal(t, exitUsage, code)
+		require.Equal(t, "spiral plan: "+refusal+"\n", stderr.String())
+		require.Empty(t, stdout.String())
+		return nil
+	}
+	require.NoError(t, trainErr)
+	require.Zero(t, code, stderr.String())
+	return stdout.Bytes()
 }
 
 // graphWithoutModuleNames writes, in a new directory, the dynamo Qwen3
