@@ -23,18 +23,50 @@ import (
 // studyKnobs are scripts/study.sh's settings, taken from the environment.
 var studyKnobs = []string{"OUT", "STEPS", "SEEDS", "ALGOS", "PROBLEMS", "EVALN", "PASSK_SAMPLES", "JOBS", "LOCK_WAIT"}
 
+// studyScript returns bash's path and scripts/study.sh's, skipping the
+// test where there is no bash.
+func studyScript(t *testing.T) (bash, script string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, err = filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
+	require.NoError(t, err)
+	return bash, script
+}
+
+// studyEnv is knobs, study.sh settings such as "OUT=dir" (of one set
+// twice, the last counts), then this process's environment less its
+// study.sh settings, so that knobs alone set them.
+func studyEnv(knobs ...string) []string {
+	env := slices.Clone(knobs)
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// studyCmd runs script with bash in dir under env, in a process group of
+// its own, which is killed whole when ctx is done.
+func studyCmd(ctx context.Context, bash, script, dir string, env []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bash, script)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd
+}
+
 // TestStudyRefusals runs scripts/study.sh (make study) with bad knobs: each
 // is refused, named with its value and what it wants, with exit 2, before
 // anything is built or run (OUT is not created). A refusal that does not
 // happen would start a study, so each run has a short deadline and is
 // killed with its process group.
 func TestStudyRefusals(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
-	require.NoError(t, err)
+	bash, script := studyScript(t)
 	tmp := t.TempDir()
 	file := filepath.Join(tmp, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
@@ -85,20 +117,10 @@ func TestStudyRefusals(t *testing.T) {
 		t.Run(strings.Join(c.env, ","), func(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "study")
-			env := []string{"OUT=" + out}
-			for _, kv := range os.Environ() {
-				if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
-					env = append(env, kv)
-				}
-			}
-			env = append(env, c.env...) // after OUT: the last one counts
+			env := studyEnv(append([]string{"OUT=" + out}, c.env...)...) // after OUT: the last one counts
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bash, script)
-			cmd.Dir = dir
-			cmd.Env = env
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			cmd := studyCmd(ctx, bash, script, dir, env)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -123,24 +145,11 @@ func TestStudyRefusals(t *testing.T) {
 // training must let go of its run directory soon after it exits.
 func TestStudyStopTakesItsJobs(t *testing.T) {
 	requireRuntime(t)
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
-	require.NoError(t, err)
+	bash, script := studyScript(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "study")
-	env := []string{"OUT=" + out, "STEPS=200", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=4", "EVALN=2", "PASSK_SAMPLES=2", "JOBS=2"}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
-			env = append(env, kv)
-		}
-	}
-	cmd := exec.Command(bash, script)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	env := studyEnv("OUT="+out, "STEPS=200", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=4", "EVALN=2", "PASSK_SAMPLES=2", "JOBS=2")
+	cmd := studyCmd(context.Background(), bash, script, dir, env)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	require.NoError(t, cmd.Start())
@@ -195,15 +204,10 @@ func TestStudyStopTakesItsJobs(t *testing.T) {
 // both fail on each other's training and evaluation locks. It waits
 // LOCK_WAIT seconds (1 here; 15 by default) for the first to stop.
 func TestStudyRefusesASecondStudy(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash, script := studyScript(t)
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("no flock")
 	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
-	require.NoError(t, err)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "study")
 	// The running study's: other settings than the second's, which would
@@ -220,19 +224,10 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	env := []string{"OUT=" + out, "STEPS=1", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1", "LOCK_WAIT=1"}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
-			env = append(env, kv)
-		}
-	}
+	env := studyEnv("OUT="+out, "STEPS=1", "SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1", "LOCK_WAIT=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, script)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd := studyCmd(ctx, bash, script, dir, env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -263,31 +258,17 @@ func TestStudyRefusesASecondStudy(t *testing.T) {
 // checkpoint evaluated and the run's last step.
 func TestStudyFlagsAnEarlierCheckpoint(t *testing.T) {
 	requireRuntime(t)
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "study.sh"))
-	require.NoError(t, err)
+	bash, script := studyScript(t)
 	out := filepath.Join(t.TempDir(), "study")
 	knobs := []string{"SEEDS=1", "ALGOS=grpo", "PROBLEMS=1", "EVALN=1", "PASSK_SAMPLES=1", "JOBS=1"}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(studyKnobs, k) {
-			knobs = append(knobs, kv)
-		}
-	}
 	const warning = "study: warning: grpo seed 1 was evaluated at grpo-s1/ckpt-000001, not grpo-s1/ckpt-000002, its last step"
 	// study runs the study of steps in out, returning its stderr.
 	study := func(out string, steps int) string {
 		t.Helper()
-		env := append([]string{"OUT=" + out, fmt.Sprintf("STEPS=%d", steps)}, knobs...)
+		env := studyEnv(append([]string{"OUT=" + out, fmt.Sprintf("STEPS=%d", steps)}, knobs...)...)
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bash, script)
-		cmd.Dir = ".." // the checkout, which the study builds
-		cmd.Env = env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd := studyCmd(ctx, bash, script, "..", env) // the checkout, which the study builds
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		require.NoError(t, cmd.Run(), stderr.String())
