@@ -665,7 +665,8 @@ func newestCheckpoint(t *testing.T, dir string) string {
 // model.embed_tokens.weight"), where export read it. They take the
 // selection from its tensors and sample as from the same checkpoint
 // with its selection recorded: the same eval report and traces, the same
-// greedy completions and log-probabilities. One whose tensors no
+// greedy completions and log-probabilities; export --format peft calls it
+// a fine-tune of some parameters, not a full one. One whose tensors no
 // selection trains is refused as before, saying what it holds.
 func TestSamplingFromAnOlderCheckpointOfASelection(t *testing.T) {
 	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
@@ -724,6 +725,13 @@ func TestSamplingFromAnOlderCheckpointOfASelection(t *testing.T) {
 	require.Contains(t, stderr.String(), "spiral generate: --checkpoint "+other+": checkpoint "+other+` holds 11 of the model's 35 parameters and 1 other tensor ("extra.weight") and records no --train and --freeze selection (an sft checkpoint of a spiral before 2026-12-06?): params: `)
 	require.Contains(t, stderr.String(), `unexpected tensor "extra.weight"`)
 	require.Contains(t, stderr.String(), `missing tensor "model.embed_tokens.weight"`)
+
+	// export --format peft refuses such a checkpoint (no adapters) as
+	// what it is, not "a full fine-tune".
+	older := newestCheckpoint(t, filepath.Join(dir, "train-older"))
+	stderr.Reset()
+	require.Equal(t, exitFailure, run(context.Background(), []string{"export", "--checkpoint", older, "--format", "peft", "--out", filepath.Join(dir, "peft")}, &cliEnv{stdout: io.Discard, stderr: &stderr}))
+	require.Equal(t, "spiral export: --format peft: checkpoint "+older+" is a fine-tune of 11 of the model's 35 parameters (it records no --train and --freeze selection: an sft checkpoint of a spiral before 2026-12-06?), not LoRA adapters; export it with --format onnx or hf\n", stderr.String())
 }
 
 // TestCheckEngineClosesItsConnection: checkEngine's client, made for the

@@ -315,7 +315,7 @@ func setupExport(fs *pflag.FlagSet) func(context.Context, *cliEnv, []string) err
 				// (gigabytes, for a real model); the run's older
 				// checkpoints are of no adapters either.
 				if *format == "peft" && !settingsLoRA(st).Enabled() {
-					what, err := fineTuneOf(path)
+					what, err := fineTuneOf(r.onnx, path)
 					if err != nil {
 						return err
 					}
@@ -609,13 +609,28 @@ func refuseOtherHFConfig(r resolvedModel, dir string) error {
 	return usageError{fmt.Errorf("--out %s holds %s, which differs from the one the export of %s writes (another model's?): give --overwrite to replace that model, or another --out", dir, path, r.name())}
 }
 
-// fineTuneOf says what the checkpoint at path, of no LoRA adapters,
-// trained: "a full fine-tune", or the model's own parameters that its
-// run's --train and --freeze chose (rl.CheckpointSelection).
-func fineTuneOf(path string) (string, error) {
+// fineTuneOf says what the checkpoint at path, of no LoRA adapters, of
+// the model at src trained: "a full fine-tune", or the model's own
+// parameters that its run's --train and --freeze chose
+// (rl.CheckpointSelection), or, where it records none (an sft checkpoint
+// made before 2026-12-06), how many of them it holds.
+func fineTuneOf(src, path string) (string, error) {
 	recorded, err := rl.CheckpointSelection(path)
 	if err != nil {
 		return "", err
+	}
+	if recorded == "" {
+		held, err := checkpoint.TensorNames(path)
+		if err != nil {
+			return "", err
+		}
+		parameters, err := model.TrainedParameters(src, lmgraph.Selection{})
+		if err != nil {
+			return "", checkpoint.Final(err)
+		}
+		if len(held) < len(parameters) {
+			return fmt.Sprintf("a fine-tune of %d of the model's %d parameters (it records no --train and --freeze selection: an sft checkpoint of a spiral before 2026-12-06?)", len(held), len(parameters)), nil
+		}
 	}
 	sel, err := lmgraph.ParseSelection(recorded)
 	if err != nil {
