@@ -486,8 +486,11 @@ func checkVocab(tok *tokenizer.Tokenizer, r resolvedModel, vocab int) error {
 
 // checkExportTokenizer refuses the tokenizer an export (onnx or hf)
 // copies beside it when it does not load or has more ids than the
-// model's embedding rows, before the export writes anything: eval and
-// generate would refuse the exported model with it. Without --tokenizer
+// model's embedding rows, and the generation_config.json beside the
+// model that it copies too when its eos_token_id does not read as ids
+// of that tokenizer (model.ReadGenerationEOS: malformed, cut short,
+// another model's), before the export writes anything: eval and
+// generate would refuse the exported model with them. Without --tokenizer
 // and without a tokenizer.json beside the model there is nothing to
 // copy, nothing is checked and it returns nil; else it returns the
 // tokenizer's Hugging Face files (tokenizer.HFConfigFiles) for an export
@@ -512,6 +515,9 @@ func (r resolvedModel) checkExportTokenizer() (map[string][]byte, error) {
 		return nil, err
 	}
 	if err := checkVocab(tok, r, sig.Vocab); err != nil {
+		return nil, err
+	}
+	if _, _, err := model.ReadGenerationEOS(r.onnx, tok); err != nil {
 		return nil, err
 	}
 	files, err := tok.HFConfigFiles()

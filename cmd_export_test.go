@@ -1294,3 +1294,46 @@ func TestExportPEFTRefusesAMultimodalBase(t *testing.T) {
 	require.Contains(t, stderr, "spiral export: model: peft export: "+srcCfg+" is the config of a multimodal model (architectures Qwen3VLForConditionalGeneration), its text model's in text_config")
 	require.NoDirExists(t, out)
 }
+
+// TestExportRefusesAGenerationConfigEvalRefuses: an onnx or hf export
+// copies the generation_config.json beside --model into the export, and
+// one that eval and generate refuse (malformed, half-copied; an
+// eos_token_id that is no token id, or past the tokenizer's ids:
+// another model's) was copied as it was and the export exited 0, where
+// a tokenizer they would refuse is refused before anything is written.
+// It is refused too (exit 1, naming the file and what is wrong), nothing
+// written and --out not made.
+func TestExportRefusesAGenerationConfigEvalRefuses(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--hidden", "32", "--out", src}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	runDir := filepath.Join(dir, "run")
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"train", "--model", src, "--out", runDir, "--steps", "1", "--problems", "1", "--n1", "2", "--k", "1", "--n", "2", "--n2", "2",
+		"--max-new-tokens", "4", "--eval-every", "0", "--final-rsa-steps", "0", "--threads", "1", "--quiet"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	gc := filepath.Join(src, "generation_config.json")
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"cut short", `{"eos_token_id": [1,`, gc + ": line 1, column 21: unexpected end of JSON input"},
+		{"eos not an id", `{"eos_token_id": "</s>"}`, gc + `: eos_token_id: want a token id or a list of token ids, got "</s>"`},
+		{"eos past the tokenizer", `{"eos_token_id": 151645}`, gc + ": eos_token_id: 151645"},
+	} {
+		for _, format := range []string{"onnx", "hf"} {
+			t.Run(tt.name+"/"+format, func(t *testing.T) {
+				require.NoError(t, os.WriteFile(gc, []byte(tt.body), 0o644))
+				out := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+"-"+format)
+				args := []string{"export", "--format", format, "--model", src, "--out", out}
+				if format == "onnx" {
+					args = []string{"export", "--model", src, "--checkpoint", runDir, "--out", filepath.Join(out, "model.onnx")}
+				}
+				var stderr bytes.Buffer
+				code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+				require.Equal(t, exitFailure, code, stderr.String())
+				require.Contains(t, stderr.String(), tt.want)
+				require.NoDirExists(t, out)
+			})
+		}
+	}
+}
