@@ -852,8 +852,8 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 	var first, last *EvalLine
 	others := 0
 	err = readJSONLines(filepath.Join(cfg.Dir, EvalFile), func(b []byte) error {
-		var e EvalLine
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := decodeEvalLine(b)
+		if err != nil {
 			return err
 		}
 		if len(e.Points) == 0 {
@@ -1427,6 +1427,40 @@ type EvalLine struct {
 	SyncDeviceCopyBytes int64            `json:"sync_device_copy_bytes,omitempty"`
 }
 
+// decodeEvalLine reads b, a line of eval.jsonl, refusing its points
+// where they are no held-out evaluation's (checkPoints).
+func decodeEvalLine(b []byte) (EvalLine, error) {
+	var e EvalLine
+	if err := json.Unmarshal(b, &e); err != nil {
+		return EvalLine{}, err
+	}
+	return e, e.checkPoints()
+}
+
+// checkPoints refuses e's points where they are not as train logs them
+// (a damaged or edited log), naming the field: the first not k = 1,
+// which the readers take for pass@1, k not increasing, or a pass@k or
+// majority@k outside [0, 1], as an eval report's are refused.
+func (e EvalLine) checkPoints() error {
+	for i, p := range e.Points {
+		switch {
+		case i == 0 && p.K != 1:
+			return fmt.Errorf("points[0].k = %d: want 1 (pass@1 first), as train logs them", p.K)
+		case i > 0 && p.K <= e.Points[i-1].K:
+			return fmt.Errorf("points[%d].k = %d after points[%d].k = %d: want k increasing", i, p.K, i-1, e.Points[i-1].K)
+		}
+		for _, f := range []struct {
+			field string
+			v     float64
+		}{{"pass_at_k", p.PassAtK}, {"majority_at_k", p.MajorityAtK}} {
+			if !(f.v >= 0 && f.v <= 1) {
+				return fmt.Errorf("points[%d].%s = %g: want a fraction in [0, 1]", i, f.field, f.v)
+			}
+		}
+	}
+	return nil
+}
+
 // setAsideUnresumed moves aside (moveAside) the logs of the run in dir
 // when they log completed steps (lines past step 0) that no checkpoint
 // was left to resume (its checkpoints/ removed, or the run stopped
@@ -1758,8 +1792,8 @@ func PlotTraining(dir, label string) error {
 	}
 	var held []report.HeldOutPoint
 	err = readJSONLines(filepath.Join(dir, EvalFile), func(b []byte) error {
-		var e EvalLine
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := decodeEvalLine(b)
+		if err != nil {
 			return err
 		}
 		if len(e.Points) > 0 {
@@ -1960,8 +1994,8 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 	last := "" // the last held-out problems' fingerprint
 	prev := -1 // the step of the line before
 	torn, err = readJSONLinesTorn(evals, func(b []byte) error {
-		var e EvalLine
-		if err := json.Unmarshal(b, &e); err != nil {
+		e, err := decodeEvalLine(b)
+		if err != nil {
 			return err
 		}
 		if err := stepAfter(e.Step, prev); err != nil {

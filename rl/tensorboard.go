@@ -182,6 +182,9 @@ func evalEvent(line []byte, wall float64) (tfevents.Event, error) {
 	if e.Step == nil || *e.Step < 0 {
 		return tfevents.Event{}, errors.New(`no "step" >= 0: want a held-out evaluation, as train writes them`)
 	}
+	if err := e.checkPoints(); err != nil {
+		return tfevents.Event{}, err
+	}
 	ev := tfevents.Event{Wall: wall, Step: int64(*e.Step)}
 	for _, p := range e.Points {
 		k := strconv.Itoa(p.K)
