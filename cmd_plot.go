@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rollout/report"
 )
@@ -193,7 +195,14 @@ func reportMode(cmd, path string) (report.Mode, error) {
 		if filepath.Ext(path) == ".jsonl" {
 			return "", fmt.Errorf("%s: not a spiral eval report but JSON lines (a training run's log?): `spiral compare --run LABEL=%s` compares runs", path, filepath.Dir(path))
 		}
-		return "", fmt.Errorf("%s: not a spiral eval report: %w", path, err)
+		var syn *json.SyntaxError
+		switch {
+		case len(bytes.TrimSpace(b)) == 0:
+			return "", fmt.Errorf("%s: the file is empty: want a spiral eval report", path)
+		case errors.As(err, &syn) && syn.Offset == int64(len(b)) && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")):
+			return "", fmt.Errorf("%s: the file ends inside its JSON (cut short?): want a whole spiral eval report", path)
+		}
+		return "", fmt.Errorf("%s: not a spiral eval report: %w", path, jsonerr.Describe(b, &r, err))
 	}
 	switch m := r.Meta.Mode; m {
 	case report.ModePassAtK, report.ModeRSA, report.ModeSequential:

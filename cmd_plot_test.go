@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,5 +36,43 @@ func TestPlotMixedModes(t *testing.T) {
 		code := run(context.Background(), append([]string{"plot", "--out", filepath.Join(dir, "out.png")}, tc.args...), &cliEnv{stdout: io.Discard, stderr: &stderr})
 		require.Equal(t, 1, code, "%q", tc.args)
 		require.Equal(t, "spiral plot: "+tc.want+"\n", stderr.String(), "%q", tc.args)
+	}
+}
+
+// TestReportCutShortOrMistyped: a report cut short (a copy or write that
+// stopped), an empty one, or one with a value of the wrong type was
+// refused as "not a spiral eval report: unexpected end of JSON input",
+// or with encoding/json's Go types ("cannot unmarshal string into Go
+// struct field KPoint.points.pass_at_k of type float64"). plot and
+// compare now say that the file is empty or ends inside its JSON, and
+// name a mistyped value by its JSON path and types, naming the file.
+func TestReportCutShortOrMistyped(t *testing.T) {
+	dir := t.TempDir()
+	const good = `{"meta":{"mode":"passk","label":"A","problems":1},"config":{"samples":2},"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":2,"pass_at_k":1,"majority_at_k":0.5}]}`
+	ref := filepath.Join(dir, "ref.json")
+	require.NoError(t, os.WriteFile(ref, []byte(good), 0o644))
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"empty", "", "the file is empty: want a spiral eval report"},
+		{"blank", " \n", "the file is empty: want a spiral eval report"},
+		{"cut short", good[:len(good)/2], "the file ends inside its JSON (cut short?): want a whole spiral eval report"},
+		{"mistyped", strings.Replace(good, `"pass_at_k":0.5`, `"pass_at_k":"0.5"`, 1), "points.pass_at_k: a number expected, got a string"},
+	} {
+		for _, cmd := range []string{"plot", "compare"} {
+			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
+				path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+				require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o644))
+				args := []string{"plot", "--out", filepath.Join(dir, "out.png"), ref, path}
+				if cmd == "compare" {
+					args = []string{"compare", "--out", filepath.Join(dir, "cmp"), ref, path}
+				}
+				var stderr bytes.Buffer
+				code := run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr})
+				require.Equal(t, 1, code, stderr.String())
+				require.Contains(t, stderr.String(), path+": "+tc.want)
+				require.NotContains(t, stderr.String(), "Go struct field")
+			})
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spiral-rl/spiral/model/atomicfile"
+	"github.com/spiral-rl/spiral/model/jsonerr"
 	"github.com/spiral-rl/spiral/model/smallfile"
 	"github.com/spiral-rl/spiral/rollout"
 )
@@ -210,7 +211,7 @@ func ReadJSON(path string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("report: decode %s: %w", path, err)
+		return fmt.Errorf("report: decode %s: %w", path, jsonerr.Describe(b, v, err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("report: decode %s: extra data after the JSON object", path)
