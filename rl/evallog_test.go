@@ -1,11 +1,13 @@
 package rl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,5 +66,54 @@ func TestEvalLogFiguresChecked(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, EvalFile), evals, 0o644))
 	for _, r := range readers {
 		require.NoError(t, r.read(dir), r.name)
+	}
+}
+
+// TestLogLineOver64MiB: a log line of over 64 MiB (a damaged file, or
+// one a tool padded) ended the read of metrics.jsonl with
+// "bufio.Scanner: token too long", which named neither the file nor the
+// line, in compare --run, tensorboard and training.png alike. The lines
+// are cut from the file in memory whatever their length, as a resume's
+// truncateLog cuts them: a long line that reads is read, and one that
+// does not is refused naming the file and line.
+func TestLogLineOver64MiB(t *testing.T) {
+	metrics, _ := readRunSeeds(t)
+	first := firstLine(metrics)
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(first, &m))
+	pad, err := json.Marshal(strings.Repeat("x", 65<<20))
+	require.NoError(t, err)
+	m["pad"] = pad
+	long, err := json.Marshal(m)
+	require.NoError(t, err)
+	rest := metrics[len(first):]
+	readers := []struct {
+		name string
+		read func(dir string) error
+	}{
+		{"compare --run", func(dir string) error { _, err := ReadRunCurves(dir); return err }},
+		{"training.png", func(dir string) error { return PlotTraining(dir, "run") }},
+		{"tensorboard", func(dir string) error { _, err := PrepareTensorBoard(dir); return err }},
+	}
+	for _, tt := range []struct {
+		name, want string
+		log        []byte
+	}{
+		{"a line that reads", "", slices.Concat(long, []byte("\n"), rest)},
+		{"a line that does not", ":2: ", slices.Concat(first, bytes.Repeat([]byte("x"), 65<<20), []byte("\n"), rest)},
+	} {
+		for _, r := range readers {
+			t.Run(tt.name+"/"+r.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, MetricsFile)
+				require.NoError(t, os.WriteFile(path, tt.log, 0o644))
+				err := r.read(dir)
+				if tt.want == "" {
+					require.NoError(t, err)
+					return
+				}
+				require.ErrorContains(t, err, path+tt.want)
+			})
+		}
 	}
 }

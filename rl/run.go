@@ -1,7 +1,6 @@
 package rl
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -1866,19 +1865,24 @@ func readJSONLinesTorn(path string, line func([]byte) error) (torn bool, err err
 }
 
 // scanJSONLines calls line with each non-blank line of b, the file at
-// path, naming the file and line in an error.
+// path (less a carriage return ending it), naming the file and line in
+// an error. The file is in memory already: its lines are cut from it,
+// whatever their length, as truncateLog cuts them (a Scanner's limit
+// ended the read at a line over it, with an error naming neither the
+// file nor the line).
 func scanJSONLines(path string, b []byte, line func([]byte) error) error {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	for n, rest := 1, b; len(rest) > 0; n++ {
+		var text []byte
+		text, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		text = bytes.TrimSuffix(text, []byte{'\r'})
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
-		if err := line(sc.Bytes()); err != nil {
+		if err := line(text); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 	}
-	return sc.Err()
+	return nil
 }
 
 // stepAfter refuses the step of a line of metrics.jsonl or eval.jsonl
