@@ -30,3 +30,10 @@ const (
 func ValueInfo(name string, dt int32, dims []int64, known bool) *onnxpb.ValueInfoProto {
 	return valueInfo(name, dt, tinfo{dims: dims, known: known})
 }
+
+// InferredShape runs the type inference over g and returns what it
+// found of the value name's shape: its dims, and whether they are known.
+func InferredShape(g *onnxpb.GraphProto, name string) (dims []int64, known bool) {
+	ti := inferTypes(g).info[name]
+	return ti.dims, ti.known
+}

@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/spiral-rl/spiral/model/onnx"
 	"github.com/spiral-rl/spiral/model/onnx/onnxpb"
@@ -206,6 +207,15 @@ func normAxis(a int64, r int) int64 {
 	return a
 }
 
+// axisIn returns a, an axis of a value of rank r (negative from the
+// end), as an index, and whether it is one: an axis outside the rank is
+// a damaged or hand-edited node's, whose output the inference leaves
+// without a shape (ONNX Runtime refuses the node where it runs it).
+func axisIn(a int64, r int) (int64, bool) {
+	a = normAxis(a, r)
+	return a, a >= 0 && a < int64(r)
+}
+
 // inferTypes builds the type table of g (best effort: values of unknown type
 // get dt 0 and unknown rank).
 func inferTypes(g *onnxpb.GraphProto) *typeTable {
@@ -317,6 +327,10 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 			if p := attr(n, "perm"); p != nil && len(p.GetInts()) == len(x.dims) {
 				out.dims = make([]int64, len(x.dims))
 				for i, a := range p.GetInts() {
+					if a < 0 || a >= int64(len(x.dims)) {
+						out.dims = unknownDims(len(x.dims))
+						break
+					}
 					out.dims[i] = x.dims[a]
 				}
 			} else {
@@ -354,7 +368,7 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		return withDt(t.in(n, 1).dt, x.dims, x.known)
 	case "MatMul":
 		a, b := x, t.in(n, 1)
-		if !a.known || !b.known {
+		if !a.known || !b.known || len(a.dims) == 0 || len(b.dims) == 0 {
 			return withDt(a.dt, nil, false)
 		}
 		switch {
@@ -445,7 +459,11 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 			out := make([]int64, r)
 			ins := map[int64]bool{}
 			for _, a := range axes {
-				ins[normAxis(a, r)] = true
+				a, ok := axisIn(a, r)
+				if !ok || ins[a] {
+					return withDt(x.dt, nil, false)
+				}
+				ins[a] = true
 			}
 			j := 0
 			for i := range out {
@@ -483,7 +501,10 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		if !ok {
 			return withDt(x.dt, nil, false)
 		}
-		ax := normAxis(attrIntOr(n, "axis", 0), len(s[0]))
+		ax, ok := axisIn(attrIntOr(n, "axis", 0), len(s[0]))
+		if !ok || slices.ContainsFunc(s, func(d []int64) bool { return len(d) != len(s[0]) }) {
+			return withDt(x.dt, nil, false)
+		}
 		out := append([]int64{}, s[0]...)
 		for _, d := range s[1:] {
 			if out[ax] < 0 || d[ax] < 0 {
@@ -575,7 +596,10 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 		if !x.known || !idx.known {
 			return withDt(x.dt, nil, false)
 		}
-		ax := normAxis(attrIntOr(n, "axis", 0), len(x.dims))
+		ax, ok := axisIn(attrIntOr(n, "axis", 0), len(x.dims))
+		if !ok {
+			return withDt(x.dt, nil, false)
+		}
 		out := append(append(append([]int64{}, x.dims[:ax]...), idx.dims...), x.dims[ax+1:]...)
 		return withDt(x.dt, out, true)
 	case "GatherElements":
@@ -589,7 +613,10 @@ func (t *typeTable) inferNode(n *onnxpb.NodeProto) []tinfo {
 				return withDt(dt, nil, false)
 			}
 			keep := attrIntOr(n, "keepdims", 1)
-			ax := normAxis(attrIntOr(n, "axis", 0), len(x.dims))
+			ax, ok := axisIn(attrIntOr(n, "axis", 0), len(x.dims))
+			if !ok {
+				return withDt(dt, nil, false)
+			}
 			var out []int64
 			for i, d := range x.dims {
 				if int64(i) == ax {
