@@ -7,6 +7,13 @@ SHELL := /bin/bash
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -ldflags "-X main.version=$(VERSION)"
 ENV = source "$$(scripts/setup.sh)"
+# HOME from the password database where it is unset or empty (env -i, a
+# service manager's job), as scripts/setup.sh takes it: ./spiral looks
+# for setup's cache under it (make train, make embedded), and make test's
+# engine venv is made there.
+ifeq ($(HOME),)
+export HOME := $(shell getent passwd "$$(id -u)" | cut -d: -f6)
+endif
 ENGINE_VENV ?= $(HOME)/.cache/spiral/engine-venv
 ARGS ?=
 

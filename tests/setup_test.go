@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -225,5 +226,52 @@ func TestSetupRepairsDamagedCache(t *testing.T) {
 			require.NoError(t, err, stderr)
 			require.Equal(t, "setup: ready: "+cache+"\n", stderr, "the rebuilt library is taken as it is")
 		})
+	}
+}
+
+// TestMakeWithoutHome: with HOME unset or empty (env -i, a service
+// manager's job), make takes the home directory from the password
+// database, as setup does: make test's Python environment is made under
+// it, and recipes get it, so that ./spiral finds setup's cache (make
+// train, make embedded). The Makefile took $(HOME) as it was: it made
+// the environment in /.cache/spiral/engine-venv (a second one, or for a
+// user who may not write /, "Permission denied"), and make train's
+// ./spiral found no ONNX Runtime ("setup location: not set ... run
+// scripts/setup.sh") just after make had run setup.
+func TestMakeWithoutHome(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make on PATH")
+	}
+	me, err := user.Current()
+	require.NoError(t, err)
+	extra := filepath.Join(t.TempDir(), "home.mk")
+	require.NoError(t, os.WriteFile(extra, []byte("home:\n\t@printf '%s\\n' \"$$HOME\"\n"), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"engine venv", []string{"-n", "engine-venv"},
+			`cmp -s scripts/engine/requirements.txt "` + filepath.Join(me.HomeDir, ".cache", "spiral", "engine-venv", "requirements.txt") + `"`},
+		{"recipes", []string{"-s", "-f", "Makefile", "-f", extra, "home"}, me.HomeDir + "\n"},
+	} {
+		for _, home := range []string{"unset", "empty"} {
+			t.Run(tc.name+", HOME "+home, func(t *testing.T) {
+				cmd := exec.Command(makeBin, tc.args...)
+				cmd.Dir = ".."
+				for _, kv := range os.Environ() {
+					if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "ENGINE_VENV=") && !strings.HasPrefix(kv, "MAKEFLAGS=") {
+						cmd.Env = append(cmd.Env, kv)
+					}
+				}
+				if home == "empty" {
+					cmd.Env = append(cmd.Env, "HOME=")
+				}
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, string(out))
+				require.Contains(t, string(out), tc.want)
+			})
+		}
 	}
 }
