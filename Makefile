@@ -60,9 +60,12 @@ test-race:
 # llama.cpp's OpenAI-compatible server (xllamacpp's prebuilt CPU wheel) for
 # tests/engine_llamacpp_test.go, the onnx package where python3 has
 # none, and tensorboard for tests/tensorboard_test.go, in their own
-# environment; remade when scripts/engine/requirements.txt changes.
+# environment; remade when scripts/engine/requirements.txt changes, by one
+# make at a time (two clones' make test share it).
 engine-venv:
-	@cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
+	@mkdir -p "$$(dirname "$(ENGINE_VENV)")"; exec 9>"$(ENGINE_VENV).lock"; \
+	if command -v flock >/dev/null; then flock 9; fi; \
+	cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
 		rm -rf "$(ENGINE_VENV)" && python3 -m venv "$(ENGINE_VENV)" && \
 		"$(ENGINE_VENV)/bin/pip" install --quiet --disable-pip-version-check -r scripts/engine/requirements.txt && \
 		cp scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt"; }

@@ -275,3 +275,50 @@ func TestMakeWithoutHome(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeEngineVenvConcurrent: make test's Python environment, missing,
+// is made once however many makes start at once (two clones' make test
+// on one machine, which share it). Each found it missing, removed the
+// directory the other was installing into and made its own. Here
+// python3 and pip are stand-ins: pip takes a second and logs its install.
+func TestMakeEngineVenvConcurrent(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make on PATH")
+	}
+	stubs, work := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(stubs, "python3"), []byte(`#!/bin/sh
+[ "$1 $2" = "-m venv" ] || exit 2
+mkdir -p "$3/bin"
+printf '#!/bin/sh\necho "$*" >>"$STUB_LOG"; sleep 1\n' >"$3/bin/pip"
+chmod +x "$3/bin/pip"
+`), 0o755))
+	venv, log := filepath.Join(work, "engine-venv"), filepath.Join(work, "installs")
+	const makes = 4
+	errs := make([]error, makes)
+	outs := make([][]byte, makes)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(makeBin, "-s", "engine-venv")
+			cmd.Dir = ".."
+			cmd.Env = append(os.Environ(), "ENGINE_VENV="+venv, "STUB_LOG="+log, "MAKEFLAGS=",
+				"PATH="+stubs+string(os.PathListSeparator)+os.Getenv("PATH"))
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, string(outs[i]))
+	}
+	installs, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Equal(t, "install --quiet --disable-pip-version-check -r scripts/engine/requirements.txt\n", string(installs), "one install")
+	want, err := os.ReadFile(filepath.Join("..", "scripts", "engine", "requirements.txt"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(venv, "requirements.txt"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+}
