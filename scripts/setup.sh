@@ -53,10 +53,13 @@ mkdir -p "$CACHE"
 # builds and runs each package's tests in its own).
 CACHE="$(cd "$CACHE" && pwd)"
 # One setup at a time per cache (make -j, or two scripts that each run
-# setup): a second waits, then finds everything installed.
+# setup): a second says it waits, then finds everything installed.
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$CACHE/.setup.lock"
-  flock 9
+  if ! flock -n 9; then
+    printf 'setup: waiting for another setup of %s to finish\n' "$CACHE" >&2
+    flock 9
+  fi
 fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }

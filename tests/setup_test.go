@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -8,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -67,6 +70,51 @@ func TestSetupConcurrent(t *testing.T) {
 	matches, err := filepath.Glob(filepath.Join(cache, "env.sh.*"))
 	require.NoError(t, err)
 	require.Empty(t, matches, "no temporary env file is left behind")
+}
+
+// TestSetupSaysItWaits: a setup that finds another holding the cache's
+// lock (the first make test on a machine builds libtokenizers for
+// minutes) says it waits for it, then finishes. It waited without a word,
+// as if it hung.
+func TestSetupSaysItWaits(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	installedCache(t, cache)
+	lock, err := os.OpenFile(filepath.Join(cache, ".setup.lock"), os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "setup.sh"))
+	require.NoError(t, err)
+	cmd := exec.Command(script)
+	cmd.Env = append(os.Environ(), "SPIRAL_CACHE_DIR="+cache)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(stderr); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	select {
+	case line := <-lines:
+		require.Equal(t, "setup: waiting for another setup of "+cache+" to finish", line)
+	case <-time.After(30 * time.Second):
+		require.NoError(t, cmd.Process.Kill())
+		t.Fatal("setup said nothing in 30 s while another held the lock")
+	}
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
+	var rest []string
+	for line := range lines {
+		rest = append(rest, line)
+	}
+	require.NoError(t, cmd.Wait(), strings.Join(rest, "\n"))
+	require.Equal(t, []string{"setup: ready: " + cache}, rest)
+	require.Equal(t, filepath.Join(cache, "env.sh")+"\n", stdout.String())
 }
 
 // installedCache makes a cache directory at dir whose installed parts
