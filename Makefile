@@ -6,7 +6,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -ldflags "-X main.version=$(VERSION)"
-ENV = source "$$(scripts/setup.sh)"
+# Setup's env file, sourced; where setup fails, the recipe ends with its
+# message.
+ENV = env_sh="$$(scripts/setup.sh)" && source "$$env_sh"
 # HOME from the password database where it is unset or empty (env -i, a
 # service manager's job), as scripts/setup.sh takes it: ./spiral looks
 # for setup's cache under it (make train, make embedded), and make test's

