@@ -58,7 +58,8 @@ OUT=${OUT:-/tmp/spiral-gpu-check}
 mkdir -p "$OUT"
 if [[ -z ${SPIRAL:-} ]]; then
 	scripts/setup.sh --cuda >/dev/null
-	source "$(scripts/setup.sh)" >/dev/null
+	env_sh="$(scripts/setup.sh)" # where setup fails, its message is the last
+	source "$env_sh" >/dev/null
 	go build -o "$OUT/spiral" .
 	SPIRAL=$OUT/spiral
 fi

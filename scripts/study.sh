@@ -146,7 +146,8 @@ if command -v flock >/dev/null 2>&1; then
 	fi
 fi
 start=$(date +%s)
-source "$(scripts/setup.sh)" >/dev/null
+env_sh="$(scripts/setup.sh)" # where setup fails, its message is the last
+source "$env_sh" >/dev/null
 # PROBLEMS enters the stamp only when not 8 (the default before it was
 # 16), so that a study made before the knob existed is still recognised.
 per_step=""

@@ -18,7 +18,8 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-4}
 OUT=${OUT:-$(mktemp -d)}
-source "$(scripts/setup.sh)" >/dev/null
+env_sh="$(scripts/setup.sh)" # where setup fails, its message is the last
+source "$env_sh" >/dev/null
 go build -o "$OUT/spiral" .
 S=$OUT/spiral
 : >"$OUT/runs.tsv"

@@ -26,9 +26,10 @@ if [[ ${1:-} != -- && -n ${1:-} ]]; then
 	shift
 fi
 [[ ${1:-} == -- ]] && shift
-OPS_VENV=${OPS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/spiral/opsvenv}
+OPS_VENV=${OPS_VENV:-${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/spiral/opsvenv}
 OUT=${OUT:-$(mktemp -d)}
-source "$(scripts/setup.sh)" >/dev/null
+env_sh="$(scripts/setup.sh)" # where setup fails, its message is the last
+source "$env_sh" >/dev/null
 go build -o "$OUT/spiral" .
 ort_version=$("$OUT/spiral" version | awk '$1 == "onnxruntime" { print $2 }')
 if [[ ! -x $OPS_VENV/bin/python ]] || ! "$OPS_VENV/bin/python" -c "import onnxruntime as o; assert o.__version__ == '$ort_version'" 2>/dev/null; then

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH_DIR=${BENCH_DIR:-bench}
-BENCH_VENV=${BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/spiral/benchvenv}
+BENCH_VENV=${BENCH_VENV:-${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/spiral/benchvenv}
 THREADS=${THREADS:-2}
 results=$BENCH_DIR/results
 mkdir -p "$results"
@@ -37,7 +37,8 @@ for spec in "qwen3-0.6b:0:qwen3-0.6b" "qwen3-0.6b:8:qwen3-0.6b-8l"; do
 	fi
 done
 
-source "$(scripts/setup.sh)" >/dev/null
+env_sh="$(scripts/setup.sh)" # where setup fails, its message is the last
+source "$env_sh" >/dev/null
 go build -o "$results/spiral" .
 spiral=$results/spiral
 
