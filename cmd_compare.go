@@ -798,8 +798,9 @@ func (c *comparison) report(w io.Writer, dir string) error {
 		}
 	}
 	if len(budget) > 0 {
-		// Each label's accuracy at its largest budget, as pass@k's and
-		// RSA's headline figures, in the order of the budgets.
+		// Each label's largest budget, as pass@k's and RSA's headline
+		// figures, in the order of the budgets; every label's accuracy
+		// at each of those budgets that it measured.
 		var budgets []int
 		for _, g := range budget {
 			budgets = append(budgets, int(g.X[len(g.X)-1]))
@@ -808,9 +809,12 @@ func (c *comparison) report(w io.Writer, dir string) error {
 			sum.column(fmt.Sprintf("sequential at budget %d", b))
 		}
 		for _, g := range budget {
-			last := len(g.X) - 1
 			sum.seeds(g.Label, "sequential", g.N)
-			sum.set(g.Label, fmt.Sprintf("sequential at budget %d", int(g.X[last])), g.Y[last].String())
+			for j, x := range g.X {
+				if slices.Contains(budgets, int(x)) {
+					sum.set(g.Label, fmt.Sprintf("sequential at budget %d", int(x)), g.Y[j].String())
+				}
+			}
 		}
 		if err := plot("sequential", report.Figure{Title: "Sequential scaling", XLabel: "token budget", Axis: report.AxisLog2, Name: "accuracy"}, budget); err != nil {
 			return err
@@ -956,15 +960,21 @@ func (c *comparison) comparePassAtK(w io.Writer, groups []report.Seeds, sum *sum
 			sum.column(fmt.Sprintf("majority@%d", k))
 		}
 	}
+	// Each label's figures in every column whose k it measured, not only
+	// the columns it brought.
 	for i, g := range groups {
-		last := lasts[i]
 		sum.seeds(g.Label, "pass@k", g.N)
-		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[0])), g.Y[0].String())
-		sum.set(g.Label, fmt.Sprintf("pass@%d", int(g.X[last])), g.Y[last].String())
-		// No majority@1 (--samples 1, or --max-k 1): the vote of one
-		// sample is that sample, its pass@1 in a column of its own.
-		if int(g.X[last]) > 1 {
-			sum.set(g.Label, fmt.Sprintf("majority@%d", int(g.X[last])), g.Y2[last].String())
+		for j, x := range g.X[:lasts[i]+1] {
+			k := int(x)
+			if !slices.Contains(ks, k) {
+				continue
+			}
+			sum.set(g.Label, fmt.Sprintf("pass@%d", k), g.Y[j].String())
+			// No majority@1 (--samples 1, or --max-k 1): the vote of one
+			// sample is that sample, its pass@1 in a column of its own.
+			if majority[k] {
+				sum.set(g.Label, fmt.Sprintf("majority@%d", k), g.Y2[j].String())
+			}
 		}
 	}
 	if len(groups) == 1 {
@@ -1171,7 +1181,8 @@ func intervalText(iv report.RatioInterval) string {
 func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 	ref := groups[0].RSA()
 	// Each label's step 0, step 4 and last step, in the order of the
-	// steps, whichever label brought them.
+	// steps, whichever label brought them; every label's accuracy in each
+	// of those columns that it measured.
 	steps := []int{0}
 	for _, g := range groups {
 		for j, x := range g.X {
@@ -1199,9 +1210,8 @@ func compareRSA(w io.Writer, groups []report.Seeds, sum *summary) error {
 		}
 		fmt.Fprintf(w, "  %s (n = %d): %s\n", g.Label, g.N, strings.Join(cells, ", "))
 		sum.seeds(g.Label, "RSA", g.N)
-		sum.set(g.Label, "RSA step 0", g.Y[0].String())
 		for j, x := range g.X {
-			if rsaSummaryStep(g, j) {
+			if slices.Contains(steps, int(x)) {
 				sum.set(g.Label, fmt.Sprintf("RSA step %d", int(x)), g.Y[j].String())
 			}
 		}

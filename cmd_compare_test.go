@@ -642,6 +642,12 @@ func TestCompareSummaryMajorityOfOneSample(t *testing.T) {
 // label's columns after its own ("| pass@1 | pass@8 | majority@8 |
 // pass@4 | majority@4 |", "| RSA step 0 | RSA step 4 | RSA step 6 | RSA
 // step 2 |").
+//
+// Every label's cell is filled in each column whose k, step or budget it
+// measured: a label filled only the columns it brought (its first and
+// last k, its step 4 and last step, its largest budget), so a reference
+// of 8 samples showed "-" under pass@4, a column a 4-sample label
+// brought, though it measured pass@4.
 func TestCompareSummaryColumnOrder(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -671,19 +677,26 @@ func TestCompareSummaryColumnOrder(t *testing.T) {
 		}
 		return write(name, fmt.Sprintf(`{"meta": {"mode": "sequential", "model": %q, "problems": 1}, "config": {"samples": 1}, "points": [%s]}`, label, strings.Join(pts, ", ")))
 	}
+	// cells: label -> the row's cells after "| label | seeds |" up to
+	// the efficiency column (pass@k: 0.(1+k); RSA and sequential: 0.5).
 	for _, tc := range []struct {
-		name string
-		args []string
-		want string
+		name  string
+		args  []string
+		want  string
+		cells map[string]string
 	}{
 		{"pass@k, more samples first", []string{passk("b8.json", "b", 1, 2, 4, 8), passk("a4.json", "a", 1, 2, 4)},
-			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of b over it |"},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of b over it |",
+			map[string]string{"b": "0.200 | 0.500 | 0.500 | 0.900 | 0.900 |", "a": "0.200 | 0.500 | 0.500 | - | - |"}},
 		{"pass@k, fewer samples first", []string{passk("a4.json", "a", 1, 2, 4), passk("b8.json", "b", 1, 2, 4, 8)},
-			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of a over it |"},
+			"| model | seeds | pass@1 | pass@4 | majority@4 | pass@8 | majority@8 | efficiency of a over it |",
+			map[string]string{"a": "0.200 | 0.500 | 0.500 | - | - |", "b": "0.200 | 0.500 | 0.500 | 0.900 | 0.900 |"}},
 		{"rsa, more steps first", []string{rsa("r6.json", "a", 6), rsa("r2.json", "b", 2)},
-			"| model | seeds | RSA step 0 | RSA step 2 | RSA step 4 | RSA step 6 |"},
+			"| model | seeds | RSA step 0 | RSA step 2 | RSA step 4 | RSA step 6 |",
+			map[string]string{"a": "0.500 | 0.500 | 0.500 | 0.500 |", "b": "0.500 | 0.500 | - | - |"}},
 		{"sequential, larger budget first", []string{budget("s8.json", "a", 2, 4, 8), budget("s4.json", "b", 2, 4)},
-			"| model | seeds | sequential at budget 4 | sequential at budget 8 |"},
+			"| model | seeds | sequential at budget 4 | sequential at budget 8 |",
+			map[string]string{"a": "0.500 | 0.500 |", "b": "0.500 | - |"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "cmp")
@@ -693,6 +706,9 @@ func TestCompareSummaryColumnOrder(t *testing.T) {
 			require.NoError(t, err)
 			header, _, _ := strings.Cut(string(b), "\n")
 			require.Equal(t, tc.want, header)
+			for label, cells := range tc.cells {
+				require.Contains(t, string(b), "\n| "+label+" | 1 | "+cells, "%s's row", label)
+			}
 		})
 	}
 }
