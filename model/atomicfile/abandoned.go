@@ -40,9 +40,10 @@ func RemoveAbandoned(dir string, temporary func(name string) bool) {
 
 // removeUnlocked is RemoveAbandoned; with stages, a directory holding an
 // entry is abandoned once no process holds its lock, however recent: a
-// stage is locked (NewStage) before anything is written in it, and stays
-// locked until it is committed or discarded, so that abandonedAfter only
-// covers an empty one, made and not locked yet. A stage a process killed
+// stage is locked (NewStage) before anything is written in it, its mark
+// (lockedMark) first, and stays locked until it is committed or
+// discarded, so that abandonedAfter only covers an empty one, made and
+// not locked yet. A stage a process killed
 // in the middle of its writing, rerun at once, was otherwise left until
 // some later write in its directory a minute on.
 func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {

@@ -16,7 +16,10 @@ import (
 // directory removes it; so was a stage holding a file that no process
 // holds the lock of, however recent (NewStage locks it before anything
 // is written in it: a killed export rerun at once left it for good, when
-// its Commit came within abandonedAfter too); one whose process lives
+// its Commit came within abandonedAfter too), and so was one killed
+// before its first file, which holds its mark (an export killed while
+// it merged the weights left it empty, taken for one not locked yet);
+// one whose process lives
 // (its lock held: another open file description in this process stands
 // for another process), a recent empty stage or recent temporary file
 // (made, not yet locked), a stage a failed commit kept and other names
@@ -32,6 +35,7 @@ func TestRemoveAbandoned(t *testing.T) {
 		{name: "an abandoned stage", create: leftDir(".stage-123", old), run: newStage},
 		{name: "a recent stage", create: emptyDir(".stage-123", time.Now()), run: newStage, stays: true},
 		{name: "a recent stage holding a file", create: leftDir(".stage-123", time.Now()), run: newStage},
+		{name: "a recent stage killed before its first file", create: killedStage(time.Now()), run: newStage},
 		{name: "a live stage", create: liveStage(old), run: newStage, stays: true},
 		{name: "a recent live stage holding a file", create: liveStageHolding(time.Now()), run: newStage, stays: true},
 		{name: "a killed commit", create: killedCommit(old), run: removeStages, stays: true},
@@ -128,6 +132,19 @@ func liveStage(mtime time.Time) func(*testing.T, string) string {
 		s, err := NewStage(dir)
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Discard() })
+		require.NoError(t, os.Chtimes(s.Dir(), mtime, mtime))
+		return s.Dir()
+	}
+}
+
+// killedStage makes a stage as NewStage does and unlocks it, as its
+// process's death does, before anything is written in it (an export
+// killed while it merged and checked the weights), last changed at mtime.
+func killedStage(mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		s, err := NewStage(dir)
+		require.NoError(t, err)
+		s.unlock()
 		require.NoError(t, os.Chtimes(s.Dir(), mtime, mtime))
 		return s.Dir()
 	}

@@ -40,6 +40,16 @@ const (
 	keptPrefix  = ".stage-kept-"
 )
 
+// lockedMark is the empty file NewStage makes in a stage once it holds
+// its lock: a stage holding anything was locked, so that one no process
+// holds the lock of is a dead process's however recent, and only one
+// killed between its making and its mark waits abandonedAfter (see
+// removeUnlocked). A command can work long before its first file is in
+// its stage (an export merges and checks the weights, a comparison draws
+// its plots), and a stage it was killed in then stayed empty, taken for
+// one not locked yet, until some write in the directory a minute on.
+const lockedMark = ".locked"
+
 // commitRecord is the file in a stage in which Commit records, before
 // its first rename, what it moves in and removes: a commit its process
 // was killed within is finished from it by the next NewStage.
@@ -73,7 +83,16 @@ func NewStage(dir string) (*Stage, error) {
 		return nil, err
 	}
 	lockExclusive(lock)
-	return &Stage{dir: dir, tmp: tmp, lock: lock}, nil
+	s := &Stage{dir: dir, tmp: tmp, lock: lock}
+	mark, err := os.Create(filepath.Join(tmp, lockedMark))
+	if err == nil {
+		err = mark.Close()
+	}
+	if err != nil {
+		s.Discard()
+		return nil, fmt.Errorf("atomicfile: mark the stage of %s: %w", dir, err)
+	}
+	return s, nil
 }
 
 // RemoveAbandonedStages removes the stages in dir that killed processes
@@ -95,7 +114,8 @@ func (s *Stage) unlock() {
 	}
 }
 
-// Dir returns the directory to write the files in.
+// Dir returns the directory to write the files in (it holds the stage's
+// mark, lockedMark, which Commit leaves out).
 func (s *Stage) Dir() string { return s.tmp }
 
 // Commit makes dir's files of the given names the stage's: in the order
@@ -118,6 +138,9 @@ func (s *Stage) Commit(names ...string) error {
 	}
 	held := map[string]bool{}
 	for _, e := range entries {
+		if e.Name() == lockedMark {
+			continue
+		}
 		if !given[e.Name()] {
 			return fmt.Errorf("atomicfile: the stage of %s holds %s, which the commit does not name", s.dir, e.Name())
 		}
@@ -168,8 +191,10 @@ func (s *Stage) Commit(names ...string) error {
 	if err := SyncDir(s.dir); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(s.tmp, commitRecord)); err != nil {
-		return err
+	for _, n := range []string{commitRecord, lockedMark} {
+		if err := os.Remove(filepath.Join(s.tmp, n)); err != nil {
+			return err
+		}
 	}
 	if err := os.Remove(s.tmp); err != nil {
 		return err
