@@ -179,7 +179,8 @@ func TestTensorBoardKilledAtAnyPoint(t *testing.T) {
 		_, err = os.Stat(filepath.Join(tb, empty))
 		emptyLeft := err == nil
 		// What the kill left is a minute old by the next run, as a
-		// killed write's temporary file must be to count as abandoned.
+		// killed write's temporary file must be to count as abandoned
+		// while it is empty (one holding bytes goes at once).
 		hidden, err := filepath.Glob(filepath.Join(tb, ".*"))
 		require.NoError(t, err)
 		for _, h := range hidden {
@@ -301,4 +302,27 @@ func TestExportKilledAtAnyPoint(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 	}
 	require.NotZero(t, kills, "no export was killed")
+}
+
+// TestKilledWriteLeftoverGoesAtOnce: what a write killed (SIGKILL) after
+// its first bytes left, its temporary file holding them, goes at the
+// next write of the file however soon, where it stayed unless a minute
+// old: a plot, spiral data synth's problems and a run's artifacts (an
+// sft killed while it wrote them left artifacts/.program.json.tmp-N
+// through its rerun, there being no later write of the name) kept it,
+// hidden beside the file the rerun wrote. The temporary file is locked
+// before its first byte, so one holding bytes that no process holds the
+// lock of is a dead process's; an empty one, which may be made and not
+// locked yet, waits the minute.
+func TestKilledWriteLeftoverGoesAtOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "problems.jsonl")
+	written := filepath.Join(filepath.Dir(out), ".problems.jsonl.tmp-123")
+	empty := filepath.Join(filepath.Dir(out), ".problems.jsonl.tmp-456")
+	require.NoError(t, os.WriteFile(written, []byte(`{"id":"test-0","problem":"Solve x`), 0o600))
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	r := spiral(t, nil, "data", "synth", "--problems", "4", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 4, countLines(t, out))
+	require.NoFileExists(t, written, "the killed write's temporary file, holding its first bytes")
+	require.FileExists(t, empty, "an empty temporary file, which may be made and not locked yet")
 }

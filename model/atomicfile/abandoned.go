@@ -14,10 +14,26 @@ const abandonedAfter = time.Minute
 
 // removeAbandoned removes the entries of dir named prefix followed by
 // digits (os.CreateTemp's and os.MkdirTemp's random part) that a process
-// left when it died before it could remove them (RemoveAbandoned).
+// left when it died before it could remove them (RemoveAbandoned): the
+// temporary files of Write, which are locked before their first byte,
+// so that one holding a byte is abandoned once no process holds its
+// lock, however recent (see removeUnlocked).
 func removeAbandoned(dir, prefix string) {
-	removeUnlocked(dir, digitsAfter(prefix), false)
+	removeUnlocked(dir, digitsAfter(prefix), lockedFiles)
 }
+
+// lockedFirst is what removeUnlocked knows of the entries it is given:
+// which of them their writers locked before writing anything in them.
+type lockedFirst int
+
+const (
+	// notKnown: none (RemoveAbandoned's names, which other writers make).
+	notKnown lockedFirst = iota
+	// lockedFiles: temporary files holding a byte (Write's).
+	lockedFiles
+	// lockedStages: directories holding an entry (NewStage's stages).
+	lockedStages
+)
 
 // digitsAfter says whether a name is prefix followed by digits.
 func digitsAfter(prefix string) func(string) bool {
@@ -35,18 +51,20 @@ func digitsAfter(prefix string) func(string) bool {
 // keeps no locks nothing is removed. It is a clean-up beside the
 // caller's own write, so failures only leave the entry.
 func RemoveAbandoned(dir string, temporary func(name string) bool) {
-	removeUnlocked(dir, temporary, false)
+	removeUnlocked(dir, temporary, notKnown)
 }
 
-// removeUnlocked is RemoveAbandoned; with stages, a directory holding an
-// entry is abandoned once no process holds its lock, however recent: a
-// stage is locked (NewStage) before anything is written in it, its mark
-// (lockedMark) first, and stays locked until it is committed or
-// discarded, so that abandonedAfter only covers an empty one, made and
-// not locked yet. A stage a process killed
-// in the middle of its writing, rerun at once, was otherwise left until
-// some later write in its directory a minute on.
-func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {
+// removeUnlocked is RemoveAbandoned; an entry that its writer locked
+// before writing anything in it (locked: a stage holding an entry, a
+// temporary file holding a byte) is abandoned once no process holds its
+// lock, however recent: a stage is locked (NewStage) before anything is
+// written in it, its mark (lockedMark) first, and a temporary file
+// (Write) before its first byte, and both stay locked until they are
+// committed, renamed or discarded, so that abandonedAfter only covers an
+// empty one, made and not locked yet. A stage or a temporary file a
+// process killed in the middle of its writing, rerun at once, was
+// otherwise left until some later write in its directory a minute on.
+func removeUnlocked(dir string, temporary func(name string) bool, locked lockedFirst) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -60,10 +78,10 @@ func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {
 		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 			continue
 		}
-		if time.Since(fi.ModTime()) < abandonedAfter && !(stages && fi.IsDir() && holdsEntry(path)) {
+		if time.Since(fi.ModTime()) < abandonedAfter && !holdsWritten(locked, path, fi) {
 			continue
 		}
-		if stages {
+		if locked == lockedStages {
 			if _, err := os.Lstat(filepath.Join(path, commitRecord)); err == nil {
 				continue // a killed commit, for FinishKilled to finish
 			}
@@ -77,6 +95,18 @@ func removeUnlocked(dir string, temporary func(name string) bool, stages bool) {
 		}
 		f.Close()
 	}
+}
+
+// holdsWritten says whether the entry at path (fi) holds what its writer
+// wrote once it held its lock, as locked says its writers lock.
+func holdsWritten(locked lockedFirst, path string, fi os.FileInfo) bool {
+	switch locked {
+	case lockedStages:
+		return fi.IsDir() && holdsEntry(path)
+	case lockedFiles:
+		return fi.Mode().IsRegular() && fi.Size() > 0
+	}
+	return false
 }
 
 // holdsEntry says whether the directory at path holds anything.

@@ -40,7 +40,9 @@ func TestRemoveAbandoned(t *testing.T) {
 		{name: "a recent live stage holding a file", create: liveStageHolding(time.Now()), run: newStage, stays: true},
 		{name: "a killed commit", create: killedCommit(old), run: removeStages, stays: true},
 		{name: "a recent killed commit", create: killedCommit(time.Now()), run: removeStages, stays: true},
-		{name: "a recent temporary file", create: leftFile(".model.onnx.tmp-42", time.Now()), run: writeModel, stays: true},
+		{name: "a recent temporary file", create: emptyFile(".model.onnx.tmp-42", time.Now()), run: writeModel, stays: true},
+		{name: "a recent temporary file holding data", create: leftFile(".model.onnx.tmp-42", time.Now()), run: writeModel},
+		{name: "a recent live temporary file holding data", create: liveFile(".model.onnx.tmp-42", time.Now()), run: writeModel, stays: true},
 		{name: "a stage a failed commit kept", create: leftDir(".stage-kept-123", old), run: newStage, stays: true},
 		{name: "another name", create: leftDir(".stage-abc", old), run: newStage, stays: true},
 		{name: "an abandoned temporary file", create: leftFile(".model.onnx.tmp-42", old), run: writeModel},
@@ -115,7 +117,18 @@ func emptyDir(name string, mtime time.Time) func(*testing.T, string) string {
 	}
 }
 
-// leftFile makes a temporary file last changed at mtime.
+// emptyFile makes an empty temporary file (one made by a process killed
+// before it locked it) last changed at mtime.
+func emptyFile(name string, mtime time.Time) func(*testing.T, string) string {
+	return func(t *testing.T, dir string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, nil, 0o600))
+		require.NoError(t, os.Chtimes(p, mtime, mtime))
+		return p
+	}
+}
+
+// leftFile makes a temporary file holding data, last changed at mtime.
 func leftFile(name string, mtime time.Time) func(*testing.T, string) string {
 	return func(t *testing.T, dir string) string {
 		p := filepath.Join(dir, name)

@@ -42,16 +42,6 @@ func WriteAs(path, tempPrefix string, perm os.FileMode, write func(io.Writer) er
 	if err != nil {
 		return fmt.Errorf("atomicfile: write %s: create its temporary file: %w", path, err)
 	}
-	// The lock is taken through a descriptor of its own, held until the
-	// rename is done: the file's own is closed before, and an fsync that
-	// outlasts abandonedAfter must not leave the finished file unlocked
-	// for another process's clean-up between the close and the rename.
-	if lock, err := os.Open(f.Name()); err == nil {
-		lockExclusive(lock)
-		defer lock.Close()
-	} else {
-		lockExclusive(f) // until the close, at least
-	}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -59,6 +49,18 @@ func WriteAs(path, tempPrefix string, perm os.FileMode, write func(io.Writer) er
 			err = fmt.Errorf("atomicfile: write %s: %w", path, err)
 		}
 	}()
+	// The lock is taken through a descriptor of its own, held until the
+	// rename is done: the file's own is closed before, and the finished
+	// file must not be unlocked for another process's clean-up between
+	// the close and the rename, which takes one holding bytes that no
+	// process holds the lock of for a dead writer's, however recent
+	// (removeAbandoned).
+	lock, err := os.Open(f.Name())
+	if err != nil {
+		return fmt.Errorf("lock its temporary file: %w", err)
+	}
+	defer lock.Close()
+	lockExclusive(lock)
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := write(bw); err != nil {
 		return err

@@ -103,7 +103,7 @@ func NewStage(dir string) (*Stage, error) {
 // rerun's training; the commits killed processes began are finished by
 // FinishKilled, which should come first.
 func RemoveAbandonedStages(dir string) {
-	removeUnlocked(dir, digitsAfter(stagePrefix), true)
+	removeUnlocked(dir, digitsAfter(stagePrefix), lockedStages)
 }
 
 // unlock releases the stage's lock.
