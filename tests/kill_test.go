@@ -326,3 +326,67 @@ func TestKilledWriteLeftoverGoesAtOnce(t *testing.T) {
 	require.NoFileExists(t, written, "the killed write's temporary file, holding its first bytes")
 	require.FileExists(t, empty, "an empty temporary file, which may be made and not locked yet")
 }
+
+// TestPlotKilledAtAnyPoint: spiral plot killed (SIGKILL) at points from
+// the making of its temporary file on (the PNG encoded into it, synced,
+// renamed over --out) leaves --out the earlier plot or the new one,
+// whole; the same command run again at once writes its own and leaves
+// no temporary file. The PNG is encoded into a buffer and written at
+// the end, so a kill in the encoding left the temporary file empty,
+// which was taken for one not locked yet and stayed, hidden beside the
+// plot, until a write of that name a minute on.
+func TestPlotKilledAtAnyPoint(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	reports := map[int]string{}
+	for _, seed := range []int{1, 2} {
+		out := filepath.Join(dir, fmt.Sprint("eval", seed))
+		r := spiral(t, nil, "eval", "--mode", "passk", "--limit", "2", "--samples", "2", "--max-new-tokens", "4",
+			"--seed", strconv.Itoa(seed), "--quiet", "--out", out)
+		require.Equal(t, 0, r.code, r.stderr)
+		reports[seed] = filepath.Join(out, "passk.json")
+	}
+	plotOut := filepath.Join(dir, "plots", "p.png")
+	plot := func(seeds ...int) []string {
+		args := []string{"plot", "--out", plotOut}
+		for _, s := range seeds {
+			args = append(args, reports[s])
+		}
+		return args
+	}
+	read := func() string {
+		b, err := os.ReadFile(plotOut)
+		require.NoError(t, err)
+		return string(b)
+	}
+	r := spiral(t, nil, plot(2)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	earlier := read()
+	r = spiral(t, nil, plot(1, 2)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	want := read()
+	require.NotEqual(t, earlier, want)
+	kills := 0
+	// From 3 ms on: a temporary file killed within the moment between
+	// its making and its mark is left for the minute as before.
+	for _, delay := range []time.Duration{3 * time.Millisecond, 5 * time.Millisecond, 15 * time.Millisecond, 30 * time.Millisecond} {
+		r := spiral(t, nil, plot(2)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		temporary := func() bool {
+			m, _ := filepath.Glob(filepath.Join(filepath.Dir(plotOut), ".p.png.tmp-*"))
+			return len(m) > 0
+		}
+		stderr, killed := killAfter(t, temporary, delay, time.Minute, plot(1, 2)...)
+		if killed {
+			kills++
+		}
+		require.Contains(t, []string{earlier, want}, read(), "killed %v after its temporary file was made: %s", delay, stderr)
+		r = spiral(t, nil, plot(1, 2)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, want, read())
+		hidden, err := filepath.Glob(filepath.Join(filepath.Dir(plotOut), ".*"))
+		require.NoError(t, err)
+		require.Empty(t, hidden, "killed %v after its temporary file was made", delay)
+	}
+	require.NotZero(t, kills, "no plot was killed")
+}

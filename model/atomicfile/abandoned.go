@@ -59,11 +59,12 @@ func RemoveAbandoned(dir string, temporary func(name string) bool) {
 // temporary file holding a byte) is abandoned once no process holds its
 // lock, however recent: a stage is locked (NewStage) before anything is
 // written in it, its mark (lockedMark) first, and a temporary file
-// (Write) before its first byte, and both stay locked until they are
-// committed, renamed or discarded, so that abandonedAfter only covers an
-// empty one, made and not locked yet. A stage or a temporary file a
-// process killed in the middle of its writing, rerun at once, was
-// otherwise left until some later write in its directory a minute on.
+// (Write) before its first byte, its mark (a byte-long hole) first, and
+// both stay locked until they are committed, renamed or discarded, so
+// that abandonedAfter only covers an empty one, made and not locked yet.
+// A stage or a temporary file a process killed in the middle of its
+// writing, rerun at once, was otherwise left until some later write in
+// its directory a minute on.
 func removeUnlocked(dir string, temporary func(name string) bool, locked lockedFirst) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +209,34 @@ func TestWriteLocksItsTemporaryFile(t *testing.T) {
 	b, err := os.ReadFile(target)
 	require.NoError(t, err)
 	require.Equal(t, "m", string(b))
+}
+
+// TestWriteMarksItsTemporaryFile: Write's temporary file holds a byte
+// (its mark) from its lock on, before write has given any, so that one a
+// writer killed while it made its content (a plot encoded whole at the
+// end) is taken for abandoned at once, as one holding data is, not for
+// one not locked yet; the file written holds what write gave, nothing
+// where it gave nothing.
+func TestWriteMarksItsTemporaryFile(t *testing.T) {
+	for _, content := range []string{"", "m", strings.Repeat("x", 3<<20)} {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "plot.png")
+		err := Write(target, 0o666, func(w io.Writer) error {
+			tmp, err := filepath.Glob(filepath.Join(dir, ".plot.png.tmp-*"))
+			require.NoError(t, err)
+			require.Len(t, tmp, 1)
+			st, err := os.Stat(tmp[0])
+			require.NoError(t, err)
+			require.NotZero(t, st.Size(), "marked before its first byte")
+			_, err = io.WriteString(w, content)
+			return err
+		})
+		require.NoError(t, err)
+		b, err := os.ReadFile(target)
+		require.NoError(t, err)
+		require.Equal(t, len(content), len(b))
+		require.Equal(t, content, string(b))
+	}
 }
 
 // TestCommitRemovesAbandonedStages: a stage a killed process left that

@@ -61,11 +61,28 @@ func WriteAs(path, tempPrefix string, perm os.FileMode, write func(io.Writer) er
 	}
 	defer lock.Close()
 	lockExclusive(lock)
+	// Marked as locked, a byte long (a hole), until its content is in:
+	// the content comes only as write goes on, through a buffer of a
+	// MiB, so that a file written whole at the end (a plot encoded,
+	// problems marshalled: tens of milliseconds) was empty while it was
+	// made, and one left empty is taken for one not locked yet. Only one
+	// killed between its making and its mark waits abandonedAfter.
+	if err := f.Truncate(1); err != nil {
+		return err
+	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := write(bw); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
+		return err
+	}
+	// The mark goes where the content is shorter (empty).
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
 		return err
 	}
 	if err := f.Chmod(perm &^ umask()); err != nil {
