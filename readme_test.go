@@ -150,6 +150,27 @@ func TestREADMELogFields(t *testing.T) {
 	}
 }
 
+// TestREADMESFTLogFieldsWritten: README's bullet on sft.jsonl names
+// only fields its lines write (flags aside): it named pg_loss, which
+// sft.jsonl's step lines no longer hold.
+func TestREADMESFTLogFieldsWritten(t *testing.T) {
+	body, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	bullet := regexp.MustCompile("(?m)^- The log, `sft.jsonl`: .*$").FindString(string(body))
+	require.NotEmpty(t, bullet, "README's bullet on sft.jsonl")
+	written := map[string]bool{}
+	for _, line := range []any{rl.SFTMetrics{}, rl.SFTEval{}} {
+		for _, f := range jsonFields(reflect.TypeOf(line), nil) {
+			written[f] = true
+		}
+	}
+	for _, span := range regexp.MustCompile("`([^`]*)`").FindAllStringSubmatch(bullet, -1) {
+		if name := span[1]; name != "sft.jsonl" && !strings.HasPrefix(name, "--") {
+			require.True(t, written[name], "README's sft.jsonl bullet names %s, which sft.jsonl's lines do not hold", name)
+		}
+	}
+}
+
 // jsonFields returns the JSON names of the exported fields of struct
 // type t, those of an untagged embedded struct (which encoding/json
 // writes as t's own), and those of the structs they hold (directly, by
