@@ -63,10 +63,11 @@ test-race:
 # tests/engine_llamacpp_test.go, the onnx package where python3 has
 # none, and tensorboard for tests/tensorboard_test.go, in their own
 # environment; remade when scripts/engine/requirements.txt changes, by one
-# make at a time (two clones' make test share it).
+# make at a time (two clones' make test share it; the others say they wait).
 engine-venv:
 	@mkdir -p "$$(dirname "$(ENGINE_VENV)")"; exec 9>"$(ENGINE_VENV).lock"; \
-	if command -v flock >/dev/null; then flock 9; fi; \
+	if command -v flock >/dev/null && ! flock -n 9; then \
+		echo "make: waiting for another make to finish $(ENGINE_VENV)" >&2; flock 9; fi; \
 	cmp -s scripts/engine/requirements.txt "$(ENGINE_VENV)/requirements.txt" || { \
 		rm -rf "$(ENGINE_VENV)" && python3 -m venv "$(ENGINE_VENV)" && \
 		"$(ENGINE_VENV)/bin/pip" install --quiet --disable-pip-version-check -r scripts/engine/requirements.txt && \

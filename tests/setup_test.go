@@ -405,3 +405,54 @@ chmod +x "$3/bin/pip"
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
 }
+
+// TestMakeEngineVenvSaysItWaits: a make that finds another making the
+// engine venv (a pip install of minutes) says it waits for it, then
+// finishes, as setup says it waits for another setup. It waited without
+// a word, as if it hung.
+func TestMakeEngineVenvSaysItWaits(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make on PATH")
+	}
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("no flock: the recipe takes no lock")
+	}
+	venv := filepath.Join(t.TempDir(), "engine-venv")
+	require.NoError(t, os.Mkdir(venv, 0o755))
+	req, err := os.ReadFile(filepath.Join("..", "scripts", "engine", "requirements.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "requirements.txt"), req, 0o644)) // made: nothing to install
+	lock, err := os.OpenFile(venv+".lock", os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+
+	cmd := exec.Command(makeBin, "-s", "engine-venv")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "ENGINE_VENV="+venv, "MAKEFLAGS=")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(stderr); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	select {
+	case line := <-lines:
+		require.Equal(t, "make: waiting for another make to finish "+venv, line)
+	case <-time.After(30 * time.Second):
+		require.NoError(t, cmd.Process.Kill())
+		t.Fatal("make said nothing in 30 s while another held the engine venv's lock")
+	}
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
+	var rest []string
+	for line := range lines {
+		rest = append(rest, line)
+	}
+	require.NoError(t, cmd.Wait(), strings.Join(rest, "\n"))
+	require.Empty(t, rest)
+}
