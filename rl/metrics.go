@@ -2,9 +2,12 @@ package rl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/spiral-rl/spiral/rollout"
@@ -294,7 +297,9 @@ func omitZero(x float64) json.RawMessage {
 // (always written then); a line without "examples" is taken as measured.
 // A null loss, entropy, gradient norm or engine log-probability
 // difference (MarshalJSON) reads as NaN. A line without a step >= 1
-// (null, {}) is no step's metrics: an error, not a step 0 of zeros.
+// (null, {}) is no step's metrics: an error, not a step 0 of zeros. A
+// line that is not spiral's (spiralMetricsLine), another tool's log, is
+// an error too, not a step whose figures are zeros.
 func decodeMetrics(b []byte) (Metrics, error) {
 	var m Metrics
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -302,6 +307,9 @@ func decodeMetrics(b []byte) (Metrics, error) {
 	}
 	if m.Step < 1 {
 		return Metrics{}, fmt.Errorf(`no training step ("step" = %d): want a step's metrics, as train writes them`, m.Step)
+	}
+	if err := spiralMetricsLine(b); err != nil {
+		return Metrics{}, err
 	}
 	var old struct {
 		Examples      *int            `json:"examples"`
@@ -327,6 +335,55 @@ func decodeMetrics(b []byte) (Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// spiralMetricsLine refuses b, a JSON object with a step, where it is
+// not a metrics.jsonl line of spiral train's. Every line any version
+// wrote has a "search" object (since metrics.jsonl began), so a line
+// with one is spiral's, whatever else it has (a later version's fields).
+// A line without one is read as spiral's, cut down by hand, only where
+// it has a field beyond "step" and every field is one that a version of
+// spiral train wrote (metricsField): another tool's log ({"step": 1,
+// "loss": 0.5, "reward": 0.3}) read as spiral's gave figures of zeros.
+func spiralMetricsLine(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	if search, ok := fields["search"]; ok {
+		if !strings.HasPrefix(string(search), "{") {
+			return fmt.Errorf(`"search" = %s: want an object, the search phase's figures, as train writes it`, search)
+		}
+		return nil
+	}
+	delete(fields, "step")
+	if len(fields) == 0 {
+		return errors.New(`no "search" or other field spiral train writes: another tool's log?`)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !metricsField(k) {
+			return fmt.Errorf(`field %q, which spiral train never wrote, and no "search", which every line it writes has: another tool's log?`, k)
+		}
+	}
+	return nil
+}
+
+// metricsField reports whether a version of spiral train wrote the field
+// k in a metrics.jsonl line: Metrics's JSON names, and "samples", which
+// the first version wrote for "examples".
+func metricsField(k string) bool {
+	switch k {
+	case "step", "search", "aggregate", "aggregate_rounds",
+		"problems_drawn", "problems_informative", "informative_fraction",
+		"examples", "samples", "loss_tokens", "adv_mean", "adv_std", "adv_min", "adv_max",
+		"search_credit", "loss", "entropy", "entropy_search", "grad_norm", "lr",
+		"no_update", "update_skipped", "policy_version", "policy_lag", "sync_seconds",
+		"engine_logprob_diff", "engine_logprob_max_diff", "engine_logprob_tokens",
+		"device_copy_bytes", "rollout_seconds", "train_seconds", "step_seconds",
+		"train_tokens", "train_tokens_per_second":
+		return true
+	}
+	return false
 }
 
 // WriteJSONL appends m as one JSON line.

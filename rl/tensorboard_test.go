@@ -509,7 +509,7 @@ func TestExportTensorBoard(t *testing.T) {
 	}
 
 	bad := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(bad, MetricsFile), []byte(`{"step":1}`+"\n"+`{"loss":1}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, MetricsFile), []byte(`{"step":1,"search":{}}`+"\n"+`{"loss":1}`+"\n"), 0o644))
 	_, err = exportTensorBoard(bad)
 	require.ErrorContains(t, err, fmt.Sprintf(`%s:2: no training step ("step" = 0)`, filepath.Join(bad, MetricsFile)))
 	require.NoDirExists(t, filepath.Join(bad, TensorBoardDir))
@@ -519,8 +519,8 @@ func TestExportTensorBoard(t *testing.T) {
 	for _, tc := range []struct {
 		name, metrics, evals, want string
 	}{
-		{"metrics", `{"step":1}` + "\n" + `{"step":2}` + "\n" + `{"step":2}` + "\n", "", MetricsFile + ":3: step 2 after step 2: want each step once, increasing, as train logs them"},
-		{"evaluations", `{"step":1}` + "\n", `{"step":1,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n" + `{"step":0,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n",
+		{"metrics", `{"step":1,"search":{}}` + "\n" + `{"step":2,"search":{}}` + "\n" + `{"step":2,"search":{}}` + "\n", "", MetricsFile + ":3: step 2 after step 2: want each step once, increasing, as train logs them"},
+		{"evaluations", `{"step":1,"search":{}}` + "\n", `{"step":1,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n" + `{"step":0,"points":[{"k":1,"pass_at_k":0.5}]}` + "\n",
 			EvalFile + ":2: step 0 after step 1: want each step once, increasing, as train logs them"},
 	} {
 		t.Run("repeated steps in "+tc.name, func(t *testing.T) {
@@ -578,7 +578,7 @@ func TestSFTTensorBoard(t *testing.T) {
 func FuzzMetricsEvent(f *testing.F) {
 	metrics, _ := readRunSeeds(f)
 	f.Add(firstLine(metrics))
-	f.Add([]byte(`{"step":2,"no_update":true,"loss":0,"aggregate_rounds":[{"reward":1},{"reward":0.5}],"x":[1,[2]]}`))
+	f.Add([]byte(`{"step":2,"search":{"traces":2},"no_update":true,"loss":0,"aggregate_rounds":[{"reward":1},{"reward":0.5}],"x":[1,[2]]}`))
 	f.Add([]byte(`{"step":3,"grad_norm":null,"lr":0,"update_skipped":"gradient norm is +Inf","adv_mean":0.5}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := metricsEvent(line, 0)
