@@ -79,3 +79,47 @@ func TestMetricsFieldsKnown(t *testing.T) {
 		require.True(t, metricsField(name), "Metrics.%s writes %q", typ.Field(i).Name, name)
 	}
 }
+
+// TestForeignEvalLog: an eval.jsonl line without held-out points, as
+// another tool's log has, is refused by compare --run's reader, spiral
+// tensorboard's and training.png's, naming the file and line; they
+// passed it over as no evaluation (tensorboard: an event of nothing).
+// Lines of each version of train, and a later one's with a field this
+// one does not know, are read.
+func TestForeignEvalLog(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		err        string
+	}{
+		{"another tool's", `{"step":1,"accuracy":0.5,"loss":0.25}`, `no "points": want the held-out pass@k, k = 1 first, as train logs them: another tool's log?`},
+		{"no points", `{"step":1,"problems":2,"samples":1,"points":[]}`, `no "points"`},
+		{"the first version's", `{"step":1,"problems":2,"samples":1,"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5}]}`, ""},
+		{"this version's, and a later field", `{"step":1,"problems":2,"samples":4,"points":[{"k":1,"pass_at_k":0.5,"majority_at_k":0.5},{"k":4,"pass_at_k":0.75,"majority_at_k":0.5}],` +
+			`"problems_digest":"d1","sync_seconds":1.5,"later_field":1}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, MetricsFile), []byte(`{"step":1,"search":{"traces":4,"reward":0.5}}`+"\n"), 0o644))
+			path := filepath.Join(dir, EvalFile)
+			require.NoError(t, os.WriteFile(path, []byte(tc.line+"\n"), 0o644))
+			curves, errCompare := ReadRunCurves(dir)
+			_, errTB := exportTensorBoard(dir)
+			errPlot := PlotTraining(dir, "spiral")
+			if tc.err != "" {
+				for _, err := range []error{errCompare, errTB, errPlot} {
+					require.ErrorContains(t, err, path+":1: "+tc.err)
+				}
+				require.NoDirExists(t, filepath.Join(dir, TensorBoardDir))
+				require.NoFileExists(t, filepath.Join(dir, TrainingPlot))
+				return
+			}
+			require.NoError(t, errCompare)
+			require.Equal(t, []int{1}, curves.HeldOut.Keys)
+			require.Equal(t, []float64{0.5}, curves.HeldOut.Y)
+			require.NoError(t, errTB)
+			require.Equal(t, float32(0.5), tbScalars(t, dir)["heldout/pass@1"][1])
+			require.NoError(t, errPlot)
+			require.FileExists(t, filepath.Join(dir, TrainingPlot))
+		})
+	}
+}

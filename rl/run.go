@@ -855,9 +855,6 @@ func finalSummary(ctx context.Context, cfg RunConfig, p RunParts, tr *Trainer) e
 		if err != nil {
 			return err
 		}
-		if len(e.Points) == 0 {
-			return nil
-		}
 		if e.Digest != "" && e.Digest != p.Settings.HeldOut.Digest {
 			others++
 			return nil
@@ -1437,10 +1434,15 @@ func decodeEvalLine(b []byte) (EvalLine, error) {
 }
 
 // checkPoints refuses e's points where they are not as train logs them
-// (a damaged or edited log), naming the field: the first not k = 1,
-// which the readers take for pass@1, k not increasing, or a pass@k or
-// majority@k outside [0, 1], as an eval report's are refused.
+// (a damaged or edited log), naming the field: none (every version of
+// train logged pass@1 at least, so a line without it is another tool's,
+// which was read as no evaluation), the first not k = 1, which the
+// readers take for pass@1, k not increasing, or a pass@k or majority@k
+// outside [0, 1], as an eval report's are refused.
 func (e EvalLine) checkPoints() error {
+	if len(e.Points) == 0 {
+		return errors.New(`no "points": want the held-out pass@k, k = 1 first, as train logs them: another tool's log?`)
+	}
 	for i, p := range e.Points {
 		switch {
 		case i == 0 && p.K != 1:
@@ -1795,10 +1797,8 @@ func PlotTraining(dir, label string) error {
 		if err != nil {
 			return err
 		}
-		if len(e.Points) > 0 {
-			last := e.Points[len(e.Points)-1]
-			held = append(held, report.HeldOutPoint{Step: e.Step, PassAt1: e.Points[0].PassAtK, MajorityAtK: last.MajorityAtK, K: last.K, Digest: e.Digest})
-		}
+		last := e.Points[len(e.Points)-1]
+		held = append(held, report.HeldOutPoint{Step: e.Step, PassAt1: e.Points[0].PassAtK, MajorityAtK: last.MajorityAtK, K: last.K, Digest: e.Digest})
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -2006,11 +2006,9 @@ func ReadRunCurves(dir string) (RunCurves, error) {
 			return err
 		}
 		prev = e.Step
-		if len(e.Points) > 0 {
-			lines = append(lines, e)
-			if e.Digest != "" {
-				last = e.Digest
-			}
+		lines = append(lines, e)
+		if e.Digest != "" {
+			last = e.Digest
 		}
 		return nil
 	})

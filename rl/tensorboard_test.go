@@ -684,10 +684,10 @@ func TestTensorBoardLogWriteFails(t *testing.T) {
 	require.Empty(t, warn.String())
 	path := l.w.Path()
 	require.NoError(t, l.w.Close())
-	l.write(EvalLine{Step: 1}, evalEvent)
+	l.write(EvalLine{Step: 1, Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}}}, evalEvent)
 	require.Equal(t, "spiral: warning: --tensorboard: tfevents: write "+path+": file already closed: the run goes on without TensorBoard events (metrics.jsonl logs every step: once the run is done, run spiral tensorboard "+
 		dir+" to add the steps the event files in "+filepath.Join(dir, TensorBoardDir)+" lack)\n", warn.String())
-	l.write(EvalLine{Step: 2}, evalEvent)
+	l.write(EvalLine{Step: 2, Points: []rollout.KPoint{{K: 1, PassAtK: 0.5}}}, evalEvent)
 	l.close()
 	require.Equal(t, 1, strings.Count(warn.String(), "warning"))
 }
