@@ -44,7 +44,7 @@
 //     loses its fraction and exponent (27.0 -> "27", 1e3 -> "1000"; not
 //     0.99999999999999999), any other stays as written; Parquet numbers
 //     take their shortest decimal form (a FLOAT 0.1 -> "0.1", a DECIMAL
-//     1.50 -> "1.5"); a NaN, a missing number, is an error as a null is. A Parquet column (at the top level or in a struct)
+//     1.50 -> "1.5"); a NaN, a missing number, is skipped as a null is. A Parquet column (at the top level or in a struct)
 //     of a logical type that the reader does not give as its value (DATE,
 //     TIME, TIMESTAMP, FLOAT16, UUID, ...) is an error where it is used,
 //     never a day count or raw bytes taken for an answer. A worked
@@ -64,8 +64,8 @@
 //     alone), missing fields, wrong types and bytes that
 //     are not UTF-8 (a Latin-1 file; never read as U+FFFD) are errors that
 //     name the file, the line (JSONL, and a JSON document's malformed
-//     text) or row (JSON, Parquet), and the field. Empty problems, empty
-//     answers, duplicate problems and rows over the caps (MaxProblemBytes,
+//     text) or row (JSON, Parquet), and the field. Empty or null problems,
+//     empty, null or NaN answers, duplicate problems and rows over the caps (MaxProblemBytes,
 //     MaxAnswerBytes) are skipped and reported by [Dataset.Skipped]; they
 //     are never silently kept or dropped. A gold answer whose braces do
 //     not balance is kept and counted ([Dataset.UnbalancedAnswers]).

@@ -238,9 +238,9 @@ func bracesBalance(s string) bool {
 // Len returns the number of kept problems.
 func (d *Dataset) Len() int { return len(d.Problems) }
 
-// Skipped returns the rows that were read but not kept (empty problem,
-// empty answer, duplicate problem, no final answer in a worked solution),
-// each with its source and reason, in file order.
+// Skipped returns the rows that were read but not kept (empty or null
+// problem, empty, null or NaN answer, duplicate problem, no final answer
+// in a worked solution), each with its source and reason, in file order.
 func (d *Dataset) Skipped() []SkippedRow { return slices.Clone(d.skipped) }
 
 // NewDataset builds a Dataset from problems (for generated sets), applying
@@ -735,7 +735,17 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	if rep := repeatIn(pv); rep != nil {
 		return rep.where()
 	}
-	problem, chat, err := problemText(pv)
+	// A null cell, as real datasets have, is skipped as an empty
+	// problem is.
+	nullProblem := pv == nil
+	var (
+		problem string
+		chat    bool
+		err     error
+	)
+	if !nullProblem {
+		problem, chat, err = problemText(pv)
+	}
 	if err == nil {
 		err = checkUTF8(problem)
 	}
@@ -753,14 +763,21 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 	if rep := repeatIn(av); rep != nil {
 		return rep.where()
 	}
+	skipReason, from := "", "field"
 	answer, err := scalarText(av)
-	if err == nil {
+	switch {
+	case av == nil:
+		// A null cell, or a NaN (a missing number): skipped as an empty
+		// answer is; a problem that is empty too is said to be.
+		answer, err, skipReason = "", nil, "null answer"
+	case errors.Is(err, errNaN):
+		answer, err, skipReason = "", nil, "answer NaN, a missing value"
+	case err == nil:
 		err = checkUTF8(answer)
 	}
 	if err != nil {
 		return fmt.Errorf("data: %s: field %q: %w", r.where(), m.answer, err)
 	}
-	skipReason, from := "", "field"
 	if a, method, found := FinalAnswer(answer); found {
 		answer, from = a, method
 	} else if m.solution && strings.TrimSpace(answer) != "" {
@@ -793,6 +810,10 @@ func (b *builder) addRow(r record, row map[string]any, m *fieldMap, opt LoadOpti
 			// by position instead (spiral compare pairs problems by id).
 			return fmt.Errorf("data: %s: id field %q: missing or null", r.where(), m.id)
 		}
+	}
+	if nullProblem {
+		b.skip(r.where(), "null problem")
+		return nil
 	}
 	// The mapping counts the rows kept, as the examples show them.
 	if b.add(id, problem, answer, r.where(), skipReason, n) {
@@ -904,7 +925,8 @@ func scalarText(v any) (string, error) {
 
 // errNaN is scalarText's error for a NaN, which pandas and numpy use for
 // a missing number: a gold answer "NaN" is no answer, and only a response
-// "NaN" would match it.
+// "NaN" would match it (addRow skips the row, as a null answer's), nor an
+// id.
 var errNaN = errors.New("NaN, a missing value, want a string or a number")
 
 // maxIntegerDigits bounds the integers integerLiteral writes out: 1e400

@@ -135,6 +135,39 @@ func TestLoadTable(t *testing.T) {
 			},
 		},
 		{
+			// Real datasets have null cells: a null problem or answer is
+			// skipped as an empty one is; it refused the whole file
+			// ("wrong type: null").
+			name:    "skips: null problem, null answer",
+			file:    "a.jsonl",
+			content: `{"problem": "keep", "answer": "1"}` + "\n" + `{"problem": "p2", "answer": null}` + "\n" + `{"problem": null, "answer": "3"}` + "\n" + `{"problem": null, "answer": null}` + "\n" + `{"problem": " ", "answer": null}` + "\n",
+			want: want{
+				problems: [][2]string{{"keep", "1"}},
+				skipped:  []string{"a.jsonl:2: null answer", "a.jsonl:3: null problem", "a.jsonl:4: null problem", "a.jsonl:5: empty problem"},
+				mapping:  [2]string{"problem", "answer"},
+			},
+		},
+		{
+			name:    "skips: null worked solution, null nested answer, in a JSON document",
+			file:    "a.json",
+			content: "[\n {\"prompt\": \"keep\", \"reward_model\": {\"ground_truth\": \"1\"}},\n {\"prompt\": \"q\", \"reward_model\": {\"ground_truth\": null}}\n]\n",
+			want: want{
+				problems: [][2]string{{"keep", "1"}},
+				skipped:  []string{"a.json:row 1 (line 3): null answer"},
+				mapping:  [2]string{"prompt", "reward_model.ground_truth"},
+			},
+		},
+		{
+			name:    "skips: null worked solution",
+			file:    "a.jsonl",
+			content: `{"problem": "keep", "solution": "\\boxed{2}"}` + "\n" + `{"problem": "q", "solution": null}` + "\n",
+			want: want{
+				problems: [][2]string{{"keep", "2"}},
+				skipped:  []string{"a.jsonl:2: null answer"},
+				mapping:  [2]string{"problem", "solution"},
+			},
+		},
+		{
 			// Each skipped row of a JSON document is named by its index
 			// and the line it starts on, as its errors name it.
 			name:    "skips in JSON documents name the line",
@@ -283,7 +316,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "missing problem field", file: "a.jsonl", content: `{"problem": "p", "answer": "1"}` + "\n" + `{"answer": "2"}` + "\n", want: []string{"a.jsonl:2:", `field "problem": missing (the row's fields: [answer])`}},
 		{name: "answer of wrong type: boolean", file: "a.jsonl", content: `{"problem": "p", "answer": true}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: a boolean`}},
 		{name: "answer of wrong type: object", file: "a.jsonl", content: `{"problem": "p", "answer": {"v": 1}}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: an object`}},
-		{name: "answer null", file: "a.jsonl", content: `{"problem": "p", "answer": null}` + "\n", want: []string{"a.jsonl:1:", `field "answer": wrong type: null`}},
+		// A null answer is skipped (TestLoadTable); a file of only such rows has none usable.
+		{name: "only null answers", file: "a.jsonl", content: `{"problem": "p", "answer": null}` + "\n", want: []string{"a.jsonl: none of the 1 records is usable (first skipped: ", "a.jsonl:1: null answer)"}},
 		{name: "problem of wrong type: number", file: "a.jsonl", content: `{"problem": 12, "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "problem": wrong type: a number`}},
 		{name: "chat list without user message", file: "a.jsonl", content: `{"prompt": [{"role": "system", "content": "x"}], "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "prompt": chat message list has no user message`}},
 		{name: "chat list of strings", file: "a.jsonl", content: `{"prompt": ["x"], "answer": "1"}` + "\n", want: []string{"a.jsonl:1:", `field "prompt": list element 0 is a string`}},
@@ -344,7 +378,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "json object of splits with a key jq cannot name bare", file: "s.json", content: `{"my split": [], "test-2": []}`,
 			want: []string{`holds 2 arrays ("my split", "test-2")`, `e.g. jq '.["my split"]' `}},
 		{name: "json array element not an object", file: "a.json", content: `[1]`, want: []string{"a.json:row 0 (line 1):", "row is a number"}},
-		{name: "json array row names its line", file: "a.json", content: "[\n {\n  \"problem\": \"p\",\n  \"answer\": \"1\"\n },\n {\n  \"problem\": \"q\",\n  \"answer\": null\n }\n]\n", want: []string{`a.json:row 1 (line 6): field "answer": wrong type: null`}},
+		{name: "json array row names its line", file: "a.json", content: "[\n {\n  \"problem\": \"p\",\n  \"answer\": \"1\"\n },\n {\n  \"problem\": \"q\",\n  \"answer\": true\n }\n]\n", want: []string{`a.json:row 1 (line 6): field "answer": wrong type: a boolean`}},
 		{name: "json object of rows names the line", file: "a.json", content: "{\n \"a\": {\"problem\": \"p\", \"answer\": \"1\"},\n \"b\": {\"problem\": \"q\"}\n}\n", want: []string{`a.json:row "b" (line 3): field "answer": missing`}},
 		{name: "json object with an array names the line", file: "a.json", content: "{\"data\": [\n{\"problem\": \"p\", \"answer\": \"1\"},\n{\"problem\": \"q\", \"answer\": true}\n]}", want: []string{`a.json:data row 1 (line 3): field "answer": wrong type: a boolean`}},
 		{name: "json trailing garbage", file: "a.json", content: `[{"problem": "p", "answer": "1"}] x`, want: []string{"a.json:1:", "malformed JSON"}},

@@ -186,18 +186,56 @@ func TestParquetPageSizesChecked(t *testing.T) {
 	require.EqualError(t, err, `data: zstd.parquet: corrupt Parquet data: column "id", row group 0, page at byte 4: its ZSTD frame declares 1073741824 bytes uncompressed, the page header 25`)
 }
 
-// TestParquetNaNAnswer: a NaN in a float answer column is a missing
-// number (pandas' and numpy's), an error as a null answer is, never the
-// gold answer "NaN", which only a response "NaN" matches.
-func TestParquetNaNAnswer(t *testing.T) {
-	type row struct {
+// TestParquetMissingCells: a null cell (an optional column's, as
+// pyarrow writes a None or pandas' NaN) as the problem or answer, and a
+// NaN in a float answer column (a missing number, pandas' and numpy's),
+// skip the row as an empty one does; they refused the whole file. A NaN
+// is never the gold answer "NaN", which only a response "NaN" matches.
+func TestParquetMissingCells(t *testing.T) {
+	type nullable struct {
+		Problem *string `parquet:"problem,optional"`
+		Answer  *string `parquet:"answer,optional"`
+	}
+	type float struct {
 		Problem string  `parquet:"problem"`
 		Answer  float64 `parquet:"answer"`
 	}
-	var b bytes.Buffer
-	require.NoError(t, parquet.Write(&b, []row{{"p1", 1}, {"p2", math.NaN()}}))
-	_, err := LoadBytes("nan.parquet", b.Bytes(), LoadOptions{})
-	require.EqualError(t, err, `data: nan.parquet:row 1: field "answer": NaN, a missing value, want a string or a number`)
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name    string
+		rows    any
+		skipped []SkippedRow
+	}{
+		{
+			name: "null cells",
+			rows: []nullable{{str("p0"), str("1")}, {str("p1"), nil}, {nil, str("2")}, {nil, nil}},
+			skipped: []SkippedRow{
+				{Source: "m.parquet:row 1", Reason: "null answer"},
+				{Source: "m.parquet:row 2", Reason: "null problem"},
+				{Source: "m.parquet:row 3", Reason: "null problem"},
+			},
+		},
+		{
+			name:    "NaN answer",
+			rows:    []float{{"p0", 1}, {"p1", math.NaN()}},
+			skipped: []SkippedRow{{Source: "m.parquet:row 1", Reason: "answer NaN, a missing value"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			switch rows := tc.rows.(type) {
+			case []nullable:
+				require.NoError(t, parquet.Write(&b, rows))
+			case []float:
+				require.NoError(t, parquet.Write(&b, rows))
+			}
+			ds, err := LoadBytes("m.parquet", b.Bytes(), LoadOptions{})
+			require.NoError(t, err)
+			require.Len(t, ds.Problems, 1)
+			require.Equal(t, [2]string{"p0", "1"}, [2]string{ds.Problems[0].Problem, ds.Problems[0].Answer})
+			require.Equal(t, tc.skipped, ds.Skipped())
+		})
+	}
 }
 
 // TestParquetDecimalOutOfRange: a DECIMAL column whose precision or scale
