@@ -796,3 +796,36 @@ func TestCheckEngineOlderSGLang(t *testing.T) {
 		"spiral: note: %[1]s/v1 serves m with a context of 511 positions (its context 512 less one: SGLang refuses a request whose prompt and max_tokens reach it), below the 512 of %[2]s (config.json max_position_embeddings): prompts and traces are fitted to it\n",
 		srv.URL, filepath.Join(dir, "model.onnx")), warn.String())
 }
+
+// TestSessionErrorNamesTheModel: a model whose graph passes spiral's
+// checks but ONNX Runtime refuses (a Sqrt made a Size, whose int64 output
+// a Reciprocal refuses) is named in the error, and so is the cached
+// graph that failed: the error named only the graph under the artifacts
+// directory, a file the user never gave.
+func TestSessionErrorNamesTheModel(t *testing.T) {
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "m")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--out", dir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	src := filepath.Join(dir, "model.onnx")
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	op := []byte("\x22\x04Sqrt") // a node's op_type field
+	require.Contains(t, string(b), string(op))
+	require.NoError(t, os.WriteFile(src, bytes.Replace(b, op, []byte("\x22\x04Size"), 1), 0o644))
+	out := filepath.Join(t.TempDir(), "run")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		graph string // what the error names after the model
+	}{
+		{"generate", []string{"generate", "--model", dir, "--max-new-tokens", "2", "1+1="}, ": graph " + filepath.Join(os.Getenv("SPIRAL_CACHE_DIR"), "artifacts")},
+		{"train", []string{"train", "--model", dir, "--steps", "1", "--out", out}, ": artifacts " + filepath.Join(out, "artifacts") + ": piece "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			require.Equal(t, 1, run(context.Background(), tc.args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+			require.Contains(t, stderr.String(), "spiral "+tc.name+": model: "+src+tc.graph, "the model given, then the graph")
+			require.Contains(t, stderr.String(), "ortc: create session: ")
+		})
+	}
+}

@@ -58,6 +58,10 @@ type ExecutorOptions struct {
 	// layers' activations and their gradients stay there too
 	// (activations.go).
 	device *deviceParams
+	// source, set by OpenPolicy, is the model the artifacts were built
+	// from: the file the user gave, which a session's error names
+	// before the artifacts.
+	source string
 }
 
 // VocabLimitError is OpenExecutor's (so OpenPolicy's) refusal of an
@@ -320,7 +324,11 @@ func (e *Executor) openSessions(rt *Runtime) error {
 		}
 		s, err := e.env.NewSession(raw, so, in, out)
 		if err != nil {
-			return fmt.Errorf("model: %s: piece %s: %w", e.dir, key, err)
+			where := e.dir
+			if e.opt.source != "" {
+				where = e.opt.source + ": artifacts " + e.dir
+			}
+			return fmt.Errorf("model: %s: piece %s: %w", where, key, err)
 		}
 		e.sess[key] = s
 		return nil

@@ -50,6 +50,9 @@ type LMOptions struct {
 	// only the token ids, mask, positions, the cache write indices and
 	// the logits between host and device (LM.CopiedBytes).
 	device *deviceParams
+	// source, set by OpenPolicy, is the model the graph was built from:
+	// the file the user gave, which errors name before the graph.
+	source string
 }
 
 // DefaultCallBytes is the default LMOptions.CallBytes.
@@ -63,6 +66,7 @@ type LM struct {
 	rt        *Runtime
 	env       *ortc.Env
 	path      string
+	source    string // LMOptions.source
 	weights   map[string]Weight
 	heads     int
 	callBytes int64
@@ -106,7 +110,7 @@ func OpenLM(rt *Runtime, path string, opt LMOptions) (*LM, error) {
 	if err != nil {
 		return nil, err
 	}
-	lm := &LM{sig: sig, rt: rt, path: path, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device, decodePath: opt.Decode,
+	lm := &LM{sig: sig, rt: rt, path: path, source: opt.source, weights: opt.Weights, heads: opt.Heads, callBytes: opt.CallBytes, params: opt.device, decodePath: opt.Decode,
 		graph: opt.Graph, decodeGraph: opt.DecodeGraph}
 	if lm.heads <= 0 {
 		lm.heads = sig.KVHeads
@@ -188,7 +192,7 @@ func (lm *LM) forwardSession() (err error) {
 		sess, err = ort.NewDynamicAdvancedSession(lm.path, inNames, outNames, so)
 	}
 	if err != nil {
-		return fmt.Errorf("model: %s: create session: %w", lm.path, err)
+		return fmt.Errorf("model: %s: create session: %w", lm.named(lm.path), err)
 	}
 	lm.sess, lm.ortWeights, lm.inNames, lm.outNames = sess, weights, inNames, outNames
 	return nil
@@ -249,7 +253,7 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 	}
 	s, err := open(lm.path, lm.graph, lm.graphInputs(), out)
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: %w", lm.path, err)
+		return nil, fmt.Errorf("model: %s: %w", lm.named(lm.path), err)
 	}
 	if lm.params != nil {
 		if err := lm.openResident(); err != nil {
@@ -263,11 +267,21 @@ func (lm *LM) extendSession() (*ortc.Session, error) {
 		in := append(lm.graphInputs(), DecodeSeqLens, DecodeTotal)
 		if lm.decode, err = open(lm.decodePath, lm.decodeGraph, in, lm.presentOutputs()); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("model: %s: %w", lm.decodePath, err)
+			return nil, fmt.Errorf("model: %s: %w", lm.named(lm.decodePath), err)
 		}
 	}
 	lm.extend = s
 	return s, nil
+}
+
+// named names the graph at path in an error: after the model it was
+// built from (LMOptions.source), where that is another file, as
+// "SOURCE: graph PATH".
+func (lm *LM) named(path string) string {
+	if lm.source == "" || lm.source == path {
+		return path
+	}
+	return lm.source + ": graph " + path
 }
 
 func checkShape(want TensorInfo, got Weight) error {
@@ -452,7 +466,7 @@ func (lm *LM) Forward(ctx context.Context, st Step, cache *KVCache, logits []flo
 		}
 	}
 	if err := lm.sess.Run(inputs, outputs); err != nil {
-		return logits, fmt.Errorf("model: %s: forward [%d x %d, past %d]: %w", lm.path, B, S, P, err)
+		return logits, fmt.Errorf("model: %s: forward [%d x %d, past %d]: %w", lm.named(lm.path), B, S, P, err)
 	}
 	cache.advance(S)
 	return logits, nil

@@ -103,7 +103,7 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 	// The generation graphs' sessions open on first use, after the lock
 	// is released, when another process may have rebuilt the directory
 	// for another model: they are made from the files' bytes, read now.
-	lo := LMOptions{Weights: p.feed, Heads: art.hf.NumAttentionHeads, device: p.dev}
+	lo := LMOptions{Weights: p.feed, Heads: art.hf.NumAttentionHeads, device: p.dev, source: src}
 	read := func(path string) ([]byte, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -132,7 +132,7 @@ func OpenPolicy(ctx context.Context, rt *Runtime, src, artifactsDir string, opt 
 		}
 		p.Grads = w.NewGrads()
 		eo := opt.Executor
-		eo.device = p.dev
+		eo.device, eo.source = p.dev, src
 		if p.Train, err = OpenExecutor(rt, art, w, frozen, eo); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
