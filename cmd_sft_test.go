@@ -246,7 +246,8 @@ func TestSFTWithoutEvaluation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "sft")
-			args := append([]string{"sft", "--out", out, "--steps", "2", "--batch", "2", "--eval-problems", "0", "--threads", "1", "--quiet"}, tc.args...)
+			// --warmup 1: a run ending inside the warmup is warned of.
+			args := append([]string{"sft", "--out", out, "--steps", "2", "--warmup", "1", "--batch", "2", "--eval-problems", "0", "--threads", "1", "--quiet"}, tc.args...)
 			var stdout, stderr bytes.Buffer
 			require.Zero(t, run(context.Background(), args, &cliEnv{stdout: &stdout, stderr: &stderr}), stderr.String())
 			require.Equal(t, tc.warn, stderr.String())

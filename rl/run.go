@@ -527,6 +527,9 @@ func Run(ctx context.Context, cfg RunConfig, p RunParts) (err error) {
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at --steps %d already: nothing to train%s (give --steps above %d to go on, or --fresh to start over)\n",
 			cfg.Dir, cfg.Steps, rsa, cfg.Steps)
 	}
+	if tr.Step() < cfg.Steps {
+		warnWithinWarmup(p.Warn, cfg.Steps, tr.sched)
+	}
 	// 4. The resumed step's evaluation, unless it was logged already.
 	if evalDue(tr.Step()) {
 		if err := evaluate(); err != nil {
@@ -2134,4 +2137,17 @@ func CheckpointName(ckpt string) string {
 		return filepath.Base(ckpt)
 	}
 	return filepath.Base(filepath.Dir(parent)) + "/" + filepath.Base(ckpt)
+}
+
+// warnWithinWarmup warns on w where a run of steps steps, each at most an
+// optimizer update, ends before sched's warmup does: every update of it is
+// in the warmup, at a learning rate of at most steps/warmup of the peak
+// that --lr names. Run and RunSFT call it once a run where steps are left
+// to train, a resumed run too, and not where a finished one is rerun.
+func warnWithinWarmup(w io.Writer, steps int, sched optim.Schedule) {
+	if int64(steps) >= sched.WarmupSteps {
+		return
+	}
+	fmt.Fprintf(w, "spiral: warning: --steps %d is below --warmup %d: the run ends inside the warmup, its learning rate at most %.3g (%d/%d of the peak, --lr %.3g); give --warmup %d or less to reach the peak\n",
+		steps, sched.WarmupSteps, sched.LR(int64(steps-1)), steps, sched.WarmupSteps, sched.PeakLR, steps)
 }

@@ -2958,3 +2958,26 @@ func TestFinalRSARecordsTheCheckpoint(t *testing.T) {
 	require.NotEmpty(t, st.Digest())
 	require.Equal(t, st.Digest(), rep.Meta.CheckpointDigest)
 }
+
+// TestRunWarnsWithinWarmup: train's run warns, as sft's does
+// (TestWarnWithinWarmup), where its --steps end before its --warmup: once
+// a run, a resumed one too (of the steps it is given), not where a
+// finished run is rerun or the warmup ends by the last step.
+func TestRunWarnsWithinWarmup(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		steps int
+		want  string
+	}{
+		{2, "spiral: warning: --steps 2 is below --warmup 4: the run ends inside the warmup, its learning rate at most 0.005 (2/4 of the peak, --lr 0.01); give --warmup 2 or less to reach the peak\n"},
+		{3, "spiral: warning: --steps 3 is below --warmup 4: the run ends inside the warmup, its learning rate at most 0.0075 (3/4 of the peak, --lr 0.01); give --warmup 3 or less to reach the peak\n"},
+		{3, ""}, // finished: nothing to train
+		{4, ""}, // the last update at the peak
+	} {
+		h := newRunHarness(t, dir, c.steps)
+		h.parts.Trainer.sched.WarmupSteps = 4
+		h.parts.Settings.Schedule = h.parts.Trainer.sched
+		require.NoError(t, h.run(context.Background()))
+		require.Equal(t, c.want, warmupLines(h.log.String()), "--steps %d", c.steps)
+	}
+}

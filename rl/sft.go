@@ -479,6 +479,9 @@ func RunSFT(ctx context.Context, cfg SFTConfig, p SFTParts) (err error) {
 	if step > cfg.Steps {
 		fmt.Fprintf(p.Warn, "spiral: note: the run in %s is at step %d, past --steps %d: nothing to train\n", p.Dir, step, cfg.Steps)
 	}
+	if step < cfg.Steps {
+		warnWithinWarmup(p.Warn, cfg.Steps, p.Schedule)
+	}
 	// 3. The resumed step's evaluation, unless it was logged already (an
 	// interruption during it saved the step).
 	if step > 0 && evalDue() && !last.evaluated {

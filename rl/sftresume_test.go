@@ -858,7 +858,8 @@ func TestSFTWithoutCheckpointKeepsLoggedSteps(t *testing.T) {
 			require.NoError(t, err)
 
 			h := newSFTHarness(t, src, dir)
-			h.cfg.Steps = 1
+			// A warmup of 1: one ending past the steps is warned of.
+			h.cfg.Steps, h.parts.Schedule.WarmupSteps = 1, 1
 			require.NoError(t, h.run(0))
 			require.NotContains(t, h.out.String(), "resumed")
 			logged, err := loggedSteps(partial)
@@ -941,4 +942,53 @@ func TestSFTResumeReplyHead(t *testing.T) {
 			require.Equal(t, warned, h.warn.String())
 		})
 	}
+}
+
+// TestWarnWithinWarmup: a run whose --steps end before its --warmup does
+// (sft --steps 1 with the default --warmup 20) trained at a fraction of
+// --lr without a word; it is warned of, once a run: the same again where
+// an interrupted run resumes, not where a finished run is rerun, and not
+// where the warmup ends by the last step.
+func TestWarnWithinWarmup(t *testing.T) {
+	const within = "spiral: warning: --steps 6 is below --warmup 8: the run ends inside the warmup, its learning rate at most 0.00225 (6/8 of the peak, --lr 0.003); give --warmup 6 or less to reach the peak\n"
+	src := sftModelDir(t)
+	for _, c := range []struct {
+		name   string
+		warmup int64
+		want   string // each time steps are left to train
+	}{
+		{"warmup past the steps", 8, within},
+		{"warmup ending at the last step", 6, ""},
+		{"no warmup", 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			newRun := func() *sftHarness {
+				h := newSFTHarness(t, src, dir)
+				h.parts.Schedule.WarmupSteps, h.parts.Schedule.TotalSteps = c.warmup, max(6, c.warmup+1)
+				return h
+			}
+			h := newRun()
+			require.ErrorIs(t, h.run(2), context.Canceled)
+			require.Equal(t, c.want, warmupLines(h.warn.String()), "the interrupted run")
+			h = newRun()
+			require.NoError(t, h.run(0))
+			require.Contains(t, h.out.String(), "resumed from")
+			require.Equal(t, c.want, warmupLines(h.warn.String()), "the resumed run")
+			h = newRun()
+			require.NoError(t, h.run(0))
+			require.Empty(t, warmupLines(h.warn.String()), "the finished run, rerun: nothing to train")
+		})
+	}
+}
+
+// warmupLines returns the lines of warn that speak of --warmup.
+func warmupLines(warn string) string {
+	var out strings.Builder
+	for line := range strings.Lines(warn) {
+		if strings.Contains(line, "--warmup") {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
 }

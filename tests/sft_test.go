@@ -450,7 +450,8 @@ func TestPolicyOverTokenizerIDs(t *testing.T) {
 func TestSFTOverwriteKilledAfterItsCommit(t *testing.T) {
 	requireRuntime(t)
 	sft := func(out string) []string {
-		return []string{"sft", "--out", out, "--steps", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
+		// --warmup 3: a run ending inside the warmup is warned of.
+		return []string{"sft", "--out", out, "--steps", "3", "--warmup", "3", "--batch", "2", "--eval-problems", "2", "--threads", "1",
 			"--checkpoint-every", "1", "--keep", "10", "--tensorboard", "--quiet"}
 	}
 	// The finished run that each kill point overwrites: trained once,
