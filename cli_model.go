@@ -1063,3 +1063,38 @@ func isDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
 }
+
+// noteGenerationSampling notes on warn, for eval and generate, where the
+// generation_config.json beside the model suggests sampling (do_sample
+// true and a temperature, top_p or top_k: the model card's, Qwen3's
+// 0.6, 0.95, 20) that the flags left at spiral's own defaults sample
+// otherwise: transformers' generate and vLLM (from 0.8) follow that file,
+// so a user comparing against them would read another accuracy. The
+// flags given are taken as meant; training samples at its own
+// temperature on purpose (exploration) and is not noted. A file whose
+// sampling fields do not read (another type) goes without a note: the
+// note is no reason to refuse the model (stopIDs refuses a file that is
+// no JSON).
+func (s *modelSession) noteGenerationSampling(f samplingFlags, c rollout.SamplerConfig, warn io.Writer) {
+	gs, path, err := model.ReadGenerationSampling(s.onnx)
+	if err != nil || gs.DoSample == nil || !*gs.DoSample {
+		return
+	}
+	var suggested, used []string
+	if gs.Temperature != nil && !f.changed("temperature") && *gs.Temperature != c.Temperature {
+		suggested = append(suggested, fmt.Sprintf("temperature %g", *gs.Temperature))
+		used = append(used, fmt.Sprintf("--temperature %g", c.Temperature))
+	}
+	if gs.TopP != nil && !f.changed("top-p") && *gs.TopP != c.TopP {
+		suggested = append(suggested, fmt.Sprintf("top_p %g", *gs.TopP))
+		used = append(used, fmt.Sprintf("--top-p %g", c.TopP))
+	}
+	if gs.TopK != nil && !f.changed("top-k") && *gs.TopK != float64(c.TopK) {
+		suggested = append(suggested, fmt.Sprintf("top_k %g", *gs.TopK))
+		used = append(used, fmt.Sprintf("--top-k %d", c.TopK))
+	}
+	if len(suggested) > 0 {
+		fmt.Fprintf(warn, "spiral: note: %s suggests sampling with %s, which transformers and vLLM follow; spiral samples with %s (its defaults): give those flags to sample as they do\n",
+			path, strings.Join(suggested, ", "), strings.Join(used, ", "))
+	}
+}

@@ -829,3 +829,68 @@ func TestSessionErrorNamesTheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationSamplingNote: a generation_config.json that suggests
+// sampling (Qwen3's do_sample, temperature 0.6, top_p 0.95, top_k 20),
+// which transformers and vLLM follow, was passed over in silence, and
+// eval and generate sampled at spiral's defaults (temperature 1, no
+// top-p or top-k): a user comparing against those tools read another
+// accuracy without a word. They note what the file suggests and the
+// flags that would follow it, for the flags not given; a file that
+// samples as spiral does, or says do_sample false, or none, goes
+// without a note.
+func TestGenerationSamplingNote(t *testing.T) {
+	skipWithoutRuntime(t)
+	t.Setenv("SPIRAL_CACHE_DIR", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "m")
+	require.Zero(t, run(context.Background(), []string{"init-model", "--layers", "1", "--out", dir}, &cliEnv{stdout: io.Discard, stderr: io.Discard}))
+	gc := filepath.Join(dir, "generation_config.json")
+	const qwen3 = `{"do_sample": true, "temperature": 0.6, "top_p": 0.95, "top_k": 20, "eos_token_id": null}`
+	note := func(suggested, used string) string {
+		return "spiral: note: " + gc + " suggests sampling with " + suggested + ", which transformers and vLLM follow; spiral samples with " + used + " (its defaults): give those flags to sample as they do\n"
+	}
+	for _, tc := range []struct {
+		name, file string
+		args       []string
+		want       string // "" for no note
+	}{
+		{"qwen3", qwen3, nil, note("temperature 0.6, top_p 0.95, top_k 20", "--temperature 1, --top-p 1, --top-k 0")},
+		{"temperature given", qwen3, []string{"--temperature", "0.7"}, note("top_p 0.95, top_k 20", "--top-p 1, --top-k 0")},
+		{"all given", qwen3, []string{"--temperature", "1", "--top-p", "1", "--top-k", "0"}, ""},
+		{"as spiral samples", `{"do_sample": true, "temperature": 1.0}`, nil, ""},
+		{"greedy", `{"do_sample": false, "temperature": 0.6}`, nil, ""},
+		{"no do_sample", `{"temperature": 0.6}`, nil, ""},
+		{"no file", "", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.RemoveAll(gc))
+			if tc.file != "" {
+				require.NoError(t, os.WriteFile(gc, []byte(tc.file), 0o644))
+			}
+			for _, cmd := range [][]string{
+				{"generate", "--model", dir, "--max-new-tokens", "2", "--threads", "1"},
+				{"eval", "--model", dir, "--mode", "passk", "--limit", "1", "--samples", "1", "--max-new-tokens", "2", "--threads", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "e")},
+			} {
+				args := append(append(cmd, tc.args...), map[string][]string{"generate": {"1+1"}, "eval": nil}[cmd[0]]...)
+				var stderr bytes.Buffer
+				require.Zero(t, run(context.Background(), args, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+				if tc.want == "" {
+					require.NotContains(t, stderr.String(), "suggests sampling", "%q", args)
+				} else {
+					require.Contains(t, stderr.String(), tc.want, "%q", args)
+				}
+			}
+		})
+	}
+	// A field of another type: no note, and no refusal of the model
+	// for a note's sake.
+	require.NoError(t, os.WriteFile(gc, []byte(`{"do_sample": true, "temperature": "hot", "top_k": 20.0}`), 0o644))
+	var stderr bytes.Buffer
+	require.Zero(t, run(context.Background(), []string{"generate", "--model", dir, "--max-new-tokens", "2", "--threads", "1", "1+1"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.NotContains(t, stderr.String(), "suggests sampling")
+	// top_k written as a float (20.0) reads as the integer it is.
+	require.NoError(t, os.WriteFile(gc, []byte(`{"do_sample": true, "top_k": 20.0}`), 0o644))
+	stderr.Reset()
+	require.Zero(t, run(context.Background(), []string{"generate", "--model", dir, "--max-new-tokens", "2", "--threads", "1", "1+1"}, &cliEnv{stdout: io.Discard, stderr: &stderr}), stderr.String())
+	require.Contains(t, stderr.String(), note("top_k 20", "--top-k 0"))
+}

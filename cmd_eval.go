@@ -185,6 +185,7 @@ func runEval(ctx context.Context, env *cliEnv, f *evalFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	sess.noteGenerationSampling(f.sf, samplerCfg, env.stderr)
 	if n := f.draws(); samplerCfg.Temperature == 0 && n > 1 {
 		fmt.Fprintf(env.stderr, "spiral: note: --temperature 0 samples greedily: the %d samples of a problem are all the same\n", n)
 	}

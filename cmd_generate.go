@@ -102,6 +102,7 @@ func runGenerate(ctx context.Context, env *cliEnv, f *generateFlags, prompts []s
 	if err != nil {
 		return err
 	}
+	sess.noteGenerationSampling(f.sf, cfg, env.stderr)
 	positions := "config.json max_position_embeddings"
 	if served > 0 {
 		positions = "as the serving engine serves it, its max_model_len or context_length, less one on SGLang"

@@ -350,3 +350,33 @@ func ReadGenerationEOS(modelPath string, tok *tokenizer.Tokenizer) (ids []int32,
 	}
 	return ids, warning, nil
 }
+
+// GenerationSampling is the sampling a generation_config.json suggests
+// (transformers' generate defaults for the model; Qwen3's temperature
+// 0.6, top_p 0.95, top_k 20): nil where the file does not state a field.
+type GenerationSampling struct {
+	DoSample    *bool    `json:"do_sample"`
+	Temperature *float64 `json:"temperature"`
+	TopP        *float64 `json:"top_p"`
+	TopK        *float64 `json:"top_k"` // an integer, which some files write as 20.0
+}
+
+// ReadGenerationSampling reads the sampling fields of the
+// generation_config.json beside modelPath, and the file's path; the zero
+// GenerationSampling where there is no such file. Fields of another type
+// are an error naming the file and the field.
+func ReadGenerationSampling(modelPath string) (GenerationSampling, string, error) {
+	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
+	b, err := smallfile.Read(path, smallfile.Limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return GenerationSampling{}, path, nil
+	}
+	if err != nil {
+		return GenerationSampling{}, path, fmt.Errorf("model: %w", err)
+	}
+	var gs GenerationSampling
+	if err := json.Unmarshal(b, &gs); err != nil {
+		return GenerationSampling{}, path, fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, &gs, err))
+	}
+	return gs, path, nil
+}
