@@ -225,18 +225,8 @@ func otherTrained(dir, path, setting, prev, now string, trains func() ([]string,
 	if refused == nil {
 		return nil
 	}
-	names, err := trains()
-	if err != nil {
+	if _, _, differ, err := tensorsDiffer(path, trains); !differ || err != nil {
 		return err
-	}
-	held, err := checkpoint.TensorNames(path)
-	if err != nil {
-		return nil
-	}
-	slices.Sort(names)
-	slices.Sort(held)
-	if slices.Equal(names, held) {
-		return nil
 	}
 	return refused
 }
@@ -476,4 +466,22 @@ func saveInterrupted(warn io.Writer, step, lastSaved int, cause error, save func
 	}
 	fmt.Fprintf(warn, "spiral: interrupted; saving step %d: rerun the command to resume\n", step)
 	return errors.Join(cause, save())
+}
+
+// tensorsDiffer reports whether the checkpoint at path holds other
+// tensors than those trains names (in any order), and how many each
+// has; false where its tensors cannot be read (resuming skips and
+// reports it), so that no refusal is made of them.
+func tensorsDiffer(path string, trains func() ([]string, error)) (held, trained int, differ bool, err error) {
+	names, err := trains()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	tensors, err := checkpoint.TensorNames(path)
+	if err != nil {
+		return 0, 0, false, nil
+	}
+	slices.Sort(names)
+	slices.Sort(tensors)
+	return len(tensors), len(names), !slices.Equal(names, tensors), nil
 }

@@ -710,21 +710,12 @@ func CheckSFTRunIdentity(dir string, now SFTSettings, trains func() ([]string, e
 // stop at them with a line for each that differs. A checkpoint whose
 // tensors cannot be read passes (resuming skips and reports it).
 func unrecordedSelection(dir, path, now string, trains func() ([]string, error)) error {
-	names, err := trains()
-	if err != nil {
+	held, trained, differ, err := tensorsDiffer(path, trains)
+	if !differ || err != nil {
 		return err
 	}
-	held, err := checkpoint.TensorNames(path)
-	if err != nil {
-		return nil
-	}
-	slices.Sort(names)
-	slices.Sort(held)
-	if slices.Equal(names, held) {
-		return nil
-	}
 	return otherRun("%s holds a run that trains other parameters: its checkpoint %s holds %d tensors and records no --train and --freeze selection (an sft run of a spiral before 2026-12-06); this one trains %d others (%s: %s): use the run's --train and --freeze, another --out, or --fresh",
-		dir, path, len(held), len(names), withFlags("selection"), now)
+		dir, path, held, trained, withFlags("selection"), now)
 }
 
 // recordedSFT returns the settings that config, recorded in the
