@@ -93,29 +93,7 @@ func TestSetupSaysItWaits(t *testing.T) {
 	cmd.Env = append(os.Environ(), "SPIRAL_CACHE_DIR="+cache)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		for sc := bufio.NewScanner(stderr); sc.Scan(); {
-			lines <- sc.Text()
-		}
-	}()
-	select {
-	case line := <-lines:
-		require.Equal(t, "setup: waiting for another setup of "+cache+" to finish", line)
-	case <-time.After(30 * time.Second):
-		require.NoError(t, cmd.Process.Kill())
-		t.Fatal("setup said nothing in 30 s while another held the lock")
-	}
-	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
-	var rest []string
-	for line := range lines {
-		rest = append(rest, line)
-	}
-	require.NoError(t, cmd.Wait(), strings.Join(rest, "\n"))
+	rest := waitedThenReleased(t, cmd, lock, "setup: waiting for another setup of "+cache+" to finish")
 	require.Equal(t, []string{"setup: ready: " + cache}, rest)
 	require.Equal(t, filepath.Join(cache, "env.sh")+"\n", stdout.String())
 }
@@ -431,10 +409,19 @@ func TestMakeEngineVenvSaysItWaits(t *testing.T) {
 	cmd := exec.Command(makeBin, "-s", "engine-venv")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "ENGINE_VENV="+venv, "MAKEFLAGS=")
+	rest := waitedThenReleased(t, cmd, lock, "make: waiting for another make to finish "+venv)
+	require.Empty(t, rest)
+}
+
+// waitedThenReleased starts cmd, which finds lock held, requires its
+// first line on stderr to be waiting (within 30 s), releases the lock,
+// requires cmd to finish and returns its later stderr lines.
+func waitedThenReleased(t *testing.T, cmd *exec.Cmd, lock *os.File, waiting string) []string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	lines := make(chan string)
+	lines := make(chan string, 64) // buffered: the reader never blocks on a test that gave up
 	go func() {
 		defer close(lines)
 		for sc := bufio.NewScanner(stderr); sc.Scan(); {
@@ -443,10 +430,10 @@ func TestMakeEngineVenvSaysItWaits(t *testing.T) {
 	}()
 	select {
 	case line := <-lines:
-		require.Equal(t, "make: waiting for another make to finish "+venv, line)
+		require.Equal(t, waiting, line)
 	case <-time.After(30 * time.Second):
 		require.NoError(t, cmd.Process.Kill())
-		t.Fatal("make said nothing in 30 s while another held the engine venv's lock")
+		t.Fatalf("%s said nothing in 30 s while another held %s", filepath.Base(cmd.Path), lock.Name())
 	}
 	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_UN))
 	var rest []string
@@ -454,5 +441,5 @@ func TestMakeEngineVenvSaysItWaits(t *testing.T) {
 		rest = append(rest, line)
 	}
 	require.NoError(t, cmd.Wait(), strings.Join(rest, "\n"))
-	require.Empty(t, rest)
+	return rest
 }
