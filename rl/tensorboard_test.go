@@ -296,7 +296,7 @@ func TestRunTensorBoardDamagedFile(t *testing.T) {
 	got, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.Equal(t, b, got)
-	files = eventFiles(t, dir, 2)
+	eventFiles(t, dir, 2) // the damaged file and a new one
 }
 
 // TestRunTensorBoardDamagedFileStartOver: a damaged file left by a run
