@@ -302,19 +302,12 @@ func (c HFConfig) checkSizes() error {
 // ordinary text token here, Qwen3's <think>) and their text, which would
 // end each completion that writes it; "" where every id is one.
 func ReadGenerationEOS(modelPath string, tok *tokenizer.Tokenizer) (ids []int32, warning string, err error) {
-	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
-	b, err := smallfile.Read(path, smallfile.Limit)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("model: %w", err)
-	}
 	var gc struct {
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
-	if err := json.Unmarshal(b, &gc); err != nil {
-		return nil, "", fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, &gc, err))
+	path, err := readGenerationConfig(modelPath, &gc)
+	if err != nil {
+		return nil, "", err
 	}
 	if len(gc.EOS) == 0 || string(gc.EOS) == "null" {
 		return nil, "", nil
@@ -366,17 +359,28 @@ type GenerationSampling struct {
 // GenerationSampling where there is no such file. Fields of another type
 // are an error naming the file and the field.
 func ReadGenerationSampling(modelPath string) (GenerationSampling, string, error) {
+	var gs GenerationSampling
+	path, err := readGenerationConfig(modelPath, &gs)
+	if err != nil {
+		return GenerationSampling{}, path, err
+	}
+	return gs, path, nil
+}
+
+// readGenerationConfig decodes the generation_config.json beside
+// modelPath into v and returns the file's path; v is left as it is where
+// there is no such file. Errors name the file (and a mistyped field).
+func readGenerationConfig(modelPath string, v any) (string, error) {
 	path := filepath.Join(filepath.Dir(modelPath), tokenizer.GenerationConfigFile)
 	b, err := smallfile.Read(path, smallfile.Limit)
 	if errors.Is(err, fs.ErrNotExist) {
-		return GenerationSampling{}, path, nil
+		return path, nil
 	}
 	if err != nil {
-		return GenerationSampling{}, path, fmt.Errorf("model: %w", err)
+		return path, fmt.Errorf("model: %w", err)
 	}
-	var gs GenerationSampling
-	if err := json.Unmarshal(b, &gs); err != nil {
-		return GenerationSampling{}, path, fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, &gs, err))
+	if err := json.Unmarshal(b, v); err != nil {
+		return path, fmt.Errorf("model: %s: %w", path, jsonerr.Describe(b, v, err))
 	}
-	return gs, path, nil
+	return path, nil
 }
