@@ -828,15 +828,23 @@ func openSamplingPolicy(ctx context.Context, s *modelSession, ckpt, artifactsDir
 // *lmgraph.UnselectableError says what it holds where no selection
 // trains them.
 func heldSelection(src, path string) (lmgraph.Selection, error) {
-	held, err := checkpoint.TensorNames(path)
+	held, parameters, err := heldParameters(src, path)
 	if err != nil {
 		return lmgraph.Selection{}, err
 	}
-	parameters, err := model.TrainedParameters(src, lmgraph.Selection{})
-	if err != nil {
-		return lmgraph.Selection{}, checkpoint.Final(err)
-	}
 	return lmgraph.SelectionOf(parameters, held)
+}
+
+// heldParameters returns the tensor names the checkpoint at path holds
+// and the parameters of the model at src.
+func heldParameters(src, path string) (held, parameters []string, err error) {
+	if held, err = checkpoint.TensorNames(path); err != nil {
+		return nil, nil, err
+	}
+	if parameters, err = model.TrainedParameters(src, lmgraph.Selection{}); err != nil {
+		return nil, nil, checkpoint.Final(err)
+	}
+	return held, parameters, nil
 }
 
 // loadedCheckpoint is the checkpoint openSamplingPolicy loaded.

@@ -620,13 +620,9 @@ func fineTuneOf(src, path string) (string, error) {
 		return "", err
 	}
 	if recorded == "" {
-		held, err := checkpoint.TensorNames(path)
+		held, parameters, err := heldParameters(src, path)
 		if err != nil {
 			return "", err
-		}
-		parameters, err := model.TrainedParameters(src, lmgraph.Selection{})
-		if err != nil {
-			return "", checkpoint.Final(err)
 		}
 		if len(held) < len(parameters) {
 			return fmt.Sprintf("a fine-tune of %d of the model's %d parameters (it records no --train and --freeze selection: an sft checkpoint of a spiral before 2026-12-06?)", len(held), len(parameters)), nil
